@@ -1,0 +1,109 @@
+# spanprobe build. `make` builds build/spanprobe (CPU backend, plus CUDA where nvcc is on the PATH);
+# `make test` runs the suite, `make test-asan` the same under AddressSanitizer + UBSan.
+# Every library source is compiled twice: float32 (the tool) and float64 (-DSP_DOUBLE, used by the
+# gradient and Jacobian checks). See docs/build.md.
+
+BUILD ?= build
+SAN ?= 0
+NVCC ?= nvcc
+CUDA ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+
+PKGS := hdf5 libcjson openblas lapacke
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CC ?= cc
+CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS := $(PKG_LIBS) -lm -fopenmp
+ifeq ($(SAN),1)
+  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  LDLIBS += -fsanitize=address,undefined
+  CUDA := 0
+endif
+
+LIB_DIRS := core kernels kernels/cpu model io analyzers train
+LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+CLI_SRCS := $(wildcard cli/*.c)
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_F64_SRCS := $(filter %_f64.c,$(TEST_SRCS))
+TEST_F32_SRCS := $(filter-out %_f64.c,$(TEST_SRCS))
+
+OBJ32 := $(LIB_SRCS:%.c=$(BUILD)/f32/%.o)
+OBJ64 := $(LIB_SRCS:%.c=$(BUILD)/f64/%.o)
+CLI_OBJ := $(CLI_SRCS:%.c=$(BUILD)/f32/%.o)
+LIB32 := $(BUILD)/libspanprobe.a
+LIB64 := $(BUILD)/libspanprobe_f64.a
+BIN := $(BUILD)/spanprobe
+TESTS := $(TEST_F32_SRCS:tests/%.c=$(BUILD)/tests/%) $(TEST_F64_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+ifeq ($(CUDA),1)
+  CU_SRCS := $(wildcard kernels/cuda/*.cu)
+  CU_OBJ := $(CU_SRCS:%.cu=$(BUILD)/cuda/%.o)
+  CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
+  NVCCFLAGS := -O2 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+               -Xcompiler -Wall,-Wextra,-Werror
+  CFLAGS_CUDA := -DSP_HAVE_CUDA
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudart -lstdc++
+else
+  CU_OBJ :=
+  CFLAGS_CUDA :=
+endif
+
+.PHONY: all test test-asan deps data clean fixtures
+all: $(BIN) cuda-note
+
+cuda-note:
+ifeq ($(CUDA),0)
+	@echo "note: CUDA backend skipped ($(if $(filter 1,$(SAN)),sanitizer build,nvcc not found or CUDA=0)); building the CPU backend only"
+endif
+.PHONY: cuda-note
+
+$(BUILD)/f32/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -c $< -o $@
+
+$(BUILD)/f64/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -c $< -o $@
+
+$(BUILD)/cuda/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB32): $(OBJ32) $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(LIB64): $(OBJ64)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB32)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB32) $(LDLIBS)
+
+$(BUILD)/tests/%_f64: tests/%_f64.c $(TEST_SUPPORT) $(LIB64)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB64) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB32) $(LDLIBS) -lcmocka
+
+# The test runner builds the fixtures through the tool itself, then runs every test binary.
+test: $(BIN) $(TESTS)
+	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
+
+test-asan:
+	$(MAKE) BUILD=build-asan SAN=1 test
+
+deps:
+	@tools/install_deps.sh
+
+data:
+	@tools/fetch_data.sh data
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,31 @@
+/* cli/cli.h: the command table and what commands share (errors, help, option parsing). */
+#ifndef SP_CLI_H
+#define SP_CLI_H
+
+#include "core/common.h"
+#include "core/config.h"
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name; returns an sp_status */
+} sp_command;
+
+/* Prints "spanprobe <command>: <last sp_error message>" on one line to stderr, returns its code. */
+int sp_cli_report(const char *command, sp_status status);
+/* Prints a usage error and returns SP_ERR_USAGE. */
+int sp_cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv holds -h or --help. */
+int sp_cli_wants_help(int argc, char **argv);
+
+/* Model config options shared by `init` and `train`: --config FILE.json, then --<field> VALUE for
+ * every field of core/config.h (e.g. --d-model 64, --variant span). Unknown options are left for
+ * the caller: consumed[i] is set for each argv entry taken. Resolves and validates the config. */
+sp_status sp_cli_parse_config(int argc, char **argv, unsigned char *consumed, sp_config *cfg);
+/* Prints the config options with their defaults, for --help. */
+void sp_cli_print_config_help(void);
+
+int sp_cmd_inspect(int argc, char **argv);
+int sp_cmd_init(int argc, char **argv);
+
+#endif

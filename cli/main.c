@@ -1,0 +1,43 @@
+/* spanprobe: probes whether a Transformer's depth is working. See README.md and docs/cli.md. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const sp_command commands[] = {
+    {"init", "create a freshly initialized checkpoint from model options", sp_cmd_init},
+    {"inspect", "describe a checkpoint, activation dump or report: format, config, tensor table", sp_cmd_inspect},
+};
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "spanprobe %s: layer-wise diagnostics of Transformer depth\n\n"
+               "usage: spanprobe <command> [options]      spanprobe <command> --help\n\ncommands:\n",
+            SP_VERSION);
+    for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions:\n  --help     this text\n  --version  print the version\n"
+               "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 bad input, 4 numerical failure, 5 I/O,\n"
+               "            6 training diverged, 7 check failed, 8 out of memory (docs/cli.md)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return SP_ERR_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        print_help(stdout);
+        return SP_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("spanprobe %s (%s)\n", SP_VERSION, SP_REAL_NAME);
+        return SP_OK;
+    }
+    for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "spanprobe: unknown command '%s' (see spanprobe --help)\n", argv[1]);
+    return SP_ERR_USAGE;
+}

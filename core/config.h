@@ -1,0 +1,90 @@
+/* core/config.h: the model configuration, every option of shared docs/variants.md.
+ *
+ * The fields are described once, in a table (sp_config_fields), that every reader and writer walks:
+ * CLI options (--d-model 64), JSON config files, and the /config group of a checkpoint all go through
+ * sp_config_set(), so a new option is one table row. sp_config_resolve() fills the values that
+ * default to something depending on the variant or the depth, and sp_config_validate() rejects
+ * contradictions with one line naming the field.
+ */
+#ifndef SP_CONFIG_H
+#define SP_CONFIG_H
+
+#include "core/common.h"
+
+typedef enum {
+    SP_VARIANT_PRE,
+    SP_VARIANT_POST,
+    SP_VARIANT_SPAN,
+    SP_VARIANT_PERI,
+    SP_VARIANT_MIXLN,
+    SP_VARIANT_LNS,
+    SP_VARIANT_DEEPNORM,
+    SP_VARIANT_HYBRID,
+    SP_VARIANT_OLMO2,
+    SP_VARIANT_SIAMESE,
+    SP_N_VARIANTS
+} sp_variant;
+
+typedef enum { SP_NORM_LAYERNORM, SP_NORM_RMSNORM } sp_norm_kind;
+typedef enum { SP_FFN_GELU, SP_FFN_SWIGLU } sp_ffn_kind;
+typedef enum { SP_POS_LEARNED, SP_POS_ROPE } sp_pos_kind;
+typedef enum { SP_INIT_GLOBAL, SP_INIT_SCALED } sp_init_kind;
+
+typedef struct {
+    int variant;        /* sp_variant */
+    int n_layers;
+    int d_model;
+    int n_heads;
+    int n_kv_heads;     /* grouped-query attention; divides n_heads */
+    int d_ff;           /* FFN hidden width */
+    int vocab_size;
+    int max_seq_len;    /* learned positions table size; RoPE limit */
+    int norm;           /* sp_norm_kind */
+    double norm_eps;
+    int ffn;            /* sp_ffn_kind */
+    int pos;            /* sp_pos_kind */
+    double rope_theta;
+    int tie_embeddings; /* 1: the LM head is the token embedding */
+    int init;           /* sp_init_kind */
+    double init_std;
+    int final_norm;     /* -1 = variant default (resolved to 0/1) */
+    int embed_norm;     /* peri: h0 = Ne(e); default off */
+    double mixln_alpha; /* mixln: blocks l < round(alpha L) are post */
+    double deepnorm_alpha; /* <= 0: (2L)^(1/4) */
+    double deepnorm_beta;  /* <= 0: (8L)^(-1/4) */
+    double siamese_c_mult; /* siamese: c_l = sqrt(mult (l+1)); 2 (code), 1 gives the summary's sqrt(l+1) */
+} sp_config;
+
+typedef enum { SP_FIELD_INT, SP_FIELD_DOUBLE, SP_FIELD_BOOL, SP_FIELD_ENUM } sp_field_type;
+
+typedef struct {
+    const char *name;        /* as in files and JSON ("d_model"); CLI uses --d-model */
+    sp_field_type type;
+    size_t offset;           /* into sp_config */
+    const char *const *enum_names; /* NULL-terminated, for SP_FIELD_ENUM */
+    const char *help;
+} sp_config_field;
+
+extern const sp_config_field sp_config_fields[];
+extern const int sp_n_config_fields;
+extern const char *const sp_variant_names[];  /* indexed by sp_variant, NULL-terminated */
+extern const char *const sp_norm_names[];
+extern const char *const sp_ffn_names[];
+extern const char *const sp_pos_names[];
+extern const char *const sp_init_names[];
+
+void sp_config_defaults(sp_config *cfg);
+const sp_config_field *sp_config_find(const char *name); /* accepts d_model or d-model */
+/* Parses value for the named field; `where` prefixes the error ("--d-model", "run.json: d_model"). */
+sp_status sp_config_set(sp_config *cfg, const char *name, const char *value, const char *where);
+/* Formats a field's value into buf (enums by name). */
+void sp_config_format(const sp_config *cfg, const sp_config_field *f, char *buf, size_t len);
+sp_status sp_config_resolve(sp_config *cfg);
+sp_status sp_config_validate(const sp_config *cfg, const char *where);
+
+int sp_config_head_dim(const sp_config *cfg);
+int sp_config_kv_dim(const sp_config *cfg);
+int sp_config_mixln_n_post(const sp_config *cfg); /* round(alpha L) */
+int sp_enum_lookup(const char *const *names, const char *value); /* -1 when absent */
+
+#endif

@@ -1,0 +1,119 @@
+/* kernels/backend.h: every op the model, the training loop and the analyzers run, behind one table.
+ *
+ * A backend is chosen once at start (sp_backend_select) and passed down; model and analyzer code
+ * only ever call through this table, so they never know whether the CPU (OpenBLAS, the reference)
+ * or CUDA (cuBLAS) ran them. All pointers are backend memory: host memory for the CPU backend,
+ * device memory for CUDA. Host data crosses only through upload/download.
+ *
+ * Conventions
+ * - Row-major everywhere. Activations are [rows, dim] with rows = batch * seq_len; the position of
+ *   row r in its sequence is r % seq_len.
+ * - Forward ops overwrite their outputs.
+ * - Backward (VJP) ops ADD into every gradient they produce (inputs and parameters): callers zero
+ *   gradient buffers once, and a value used twice simply receives two contributions.
+ * - Forward-mode (JVP) ops take the tangents of their inputs and overwrite the tangent of their
+ *   output, reusing what the forward pass saved (mean/rstd, attention statistics).
+ * - Reductions return a host double, accumulated in double.
+ */
+#ifndef SP_BACKEND_H
+#define SP_BACKEND_H
+
+#include "core/common.h"
+#include "core/config.h"
+
+typedef struct sp_backend sp_backend;
+
+struct sp_backend {
+    const char *name; /* "cpu" or "cuda" */
+
+    /* ---- memory ---- */
+    void *(*alloc)(size_t bytes, const char *what); /* zeroed; NULL + sp_error(SP_ERR_NOMEM) on failure */
+    void (*free)(void *p);
+    void (*upload)(void *dst, const void *host_src, size_t bytes);
+    void (*download)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+    void (*zero)(void *dst, size_t bytes);
+    void (*sync)(void); /* wait for queued work (no-op on the CPU) */
+
+    /* ---- dense linear algebra ----
+     * C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m,k], op(B) is [k,n];
+     * trans_a/trans_b = 1 means the stored matrix is the transpose. */
+    void (*gemm)(int trans_a, int trans_b, int m, int n, int k, sp_real alpha, const sp_real *a, int lda,
+                 const sp_real *b, int ldb, sp_real beta, sp_real *c, int ldc);
+    /* y = a*x + b*y (b = 0 overwrites y even if it held NaN) */
+    void (*axpby)(size_t n, sp_real a, const sp_real *x, sp_real b, sp_real *y);
+    /* x *= a */
+    void (*scale)(size_t n, sp_real a, sp_real *x);
+    double (*sumsq)(size_t n, const sp_real *x);
+    double (*dot)(size_t n, const sp_real *x, const sp_real *y);
+    /* number of NaN/Inf entries */
+    size_t (*count_nonfinite)(size_t n, const sp_real *x);
+
+    /* ---- normalization over the last dim ----
+     * LayerNorm: y = (x - mean) * rstd * gain + bias; RMSNorm: y = x * rstd * gain (bias and mean NULL).
+     * rstd = 1/sqrt(var + eps) (LayerNorm, biased variance) or 1/sqrt(mean(x^2) + eps) (RMSNorm).
+     * mean/rstd [rows] are saved by the forward pass for bwd and jvp. */
+    void (*norm_fwd)(sp_norm_kind kind, int rows, int dim, sp_real eps, const sp_real *x, const sp_real *gain,
+                     const sp_real *bias, sp_real *y, sp_real *mean, sp_real *rstd);
+    void (*norm_bwd)(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                     const sp_real *mean, const sp_real *rstd, const sp_real *dy, sp_real *dx, sp_real *dgain,
+                     sp_real *dbias);
+    void (*norm_jvp)(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                     const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty);
+
+    /* ---- activations, elementwise over n ----
+     * GELU, tanh approximation (GPT-2). SwiGLU: h = silu(g) * u. */
+    void (*gelu_fwd)(size_t n, const sp_real *x, sp_real *y);
+    void (*gelu_bwd)(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
+    void (*gelu_jvp)(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
+    void (*swiglu_fwd)(size_t n, const sp_real *g, const sp_real *u, sp_real *h);
+    void (*swiglu_bwd)(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du);
+    void (*swiglu_jvp)(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
+                       sp_real *th);
+
+    /* ---- RoPE, in place on x [rows, n_heads * head_dim] ----
+     * Interleaved pairs (2i, 2i+1) within each head rotated by pos * theta^(-2i/head_dim), as llama2.c.
+     * direction +1 rotates (forward and JVP, the map is linear); -1 rotates back (its transpose, for
+     * the backward pass). */
+    void (*rope)(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x);
+
+    /* ---- causal multi-head attention with grouped-query heads, scale 1/sqrt(head_dim) ----
+     * q, out [rows, n_heads*head_dim]; k, v [rows, n_kv_heads*head_dim]; query head h reads kv head
+     * h / (n_heads / n_kv_heads). `saved` holds what the forward pass keeps for bwd and jvp, of
+     * attn_saved_elems() elements (the backend decides: probabilities, or row statistics). */
+    size_t (*attn_saved_elems)(int batch, int seq_len, int n_heads);
+    void (*attn_fwd)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out);
+    void (*attn_bwd)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
+                     sp_real *dk, sp_real *dv);
+    void (*attn_jvp)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq,
+                     const sp_real *tk, const sp_real *tv, sp_real *tout);
+
+    /* ---- embeddings ----
+     * out[r] = tok[ids[r]] + pos[r % seq_len] (pos may be NULL); ids are int32 in backend memory. */
+    void (*embed_fwd)(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
+                      sp_real *out);
+    void (*embed_bwd)(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *dout, sp_real *dtok,
+                      sp_real *dpos);
+
+    /* ---- softmax cross-entropy over logits [rows, vocab]; targets < 0 are ignored ----
+     * fwd writes the loss of each row (0 for ignored rows); bwd ADDs scale * (softmax - onehot). */
+    void (*xent_fwd)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);
+    void (*xent_bwd)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                     sp_real *dlogits);
+
+    /* ---- AdamW, bias-corrected, decoupled weight decay (p -= lr * wd * p) at step t >= 1 ---- */
+    void (*adamw)(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, long step);
+};
+
+/* The CPU reference backend (always present). */
+const sp_backend *sp_backend_cpu(void);
+/* The CUDA backend, or NULL when spanprobe was built without it or no GPU is visible. */
+const sp_backend *sp_backend_cuda(void);
+/* "cpu", "cuda" or "auto" (CUDA when a GPU is present, else CPU). */
+sp_status sp_backend_select(const char *name, const sp_backend **out);
+
+#endif

@@ -1,0 +1,76 @@
+/* model/model.h: a decoder-only Transformer built from a config, run on any backend.
+ *
+ * The model owns its parameters, their gradients, and the activations of the last forward pass
+ * (every recipe slot of every block, plus what each op saved), all in backend memory. Forward,
+ * backward (VJP) and forward-mode (JVP) are interpreters of the block recipes (model/recipe.h).
+ *
+ * Typical use:
+ *   sp_model_create(&cfg, backend, &m);  sp_model_init(m, seed);        (or load via io/checkpoint.h)
+ *   sp_model_forward(m, tokens, targets, batch, seq_len, &loss);        (targets NULL: no loss)
+ *   sp_model_backward(m);                                               (grads of the mean loss)
+ */
+#ifndef SP_MODEL_H
+#define SP_MODEL_H
+
+#include "core/config.h"
+#include "kernels/backend.h"
+#include "model/params.h"
+#include "model/recipe.h"
+
+typedef struct sp_model sp_model;
+
+/* cfg must be resolved and valid (sp_config_resolve, sp_config_validate). Parameters start at 0. */
+sp_status sp_model_create(const sp_config *cfg, const sp_backend *be, sp_model **out);
+void sp_model_free(sp_model *m);
+const sp_config *sp_model_config(const sp_model *m);
+const sp_backend *sp_model_backend(const sp_model *m);
+
+/* ---- parameters (in sp_param_layout order) ---- */
+int sp_model_n_params(const sp_model *m);
+const sp_param_spec *sp_model_param_spec(const sp_model *m, int i);
+int sp_model_find_param(const sp_model *m, const char *name); /* -1 when absent */
+sp_real *sp_model_param(sp_model *m, int i);                  /* backend memory */
+sp_real *sp_model_grad(sp_model *m, int i);                   /* backend memory */
+size_t sp_model_n_weights(const sp_model *m);                 /* total element count */
+/* Draws every parameter from its spec (N(0, std^2) or constant) with a seeded generator. */
+sp_status sp_model_init(sp_model *m, uint64_t seed);
+/* Host copies in and out (count = numel of the spec). */
+void sp_model_set_param(sp_model *m, int i, const sp_real *host);
+void sp_model_get_param(const sp_model *m, int i, sp_real *host);
+
+/* ---- passes ----
+ * tokens/targets are host int32 arrays [batch * seq_len]; seq_len <= max_seq_len; targets may be NULL
+ * (no loss) and entries < 0 are ignored. loss (may be NULL) gets the mean over counted targets.
+ * The activations stay until the next forward pass. */
+sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *targets, int batch, int seq_len,
+                           double *loss);
+/* Zeroes every gradient, then back-propagates the mean loss of the last forward pass (which must
+ * have had targets) into the parameter gradients and the embedding output gradient. */
+sp_status sp_model_backward(sp_model *m);
+/* Logits of the last forward pass, backend memory [batch * seq_len, vocab]. */
+const sp_real *sp_model_logits(const sp_model *m);
+int sp_model_rows(const sp_model *m); /* batch * seq_len of the last forward pass */
+
+/* ---- capture points, valid after a forward pass ----
+ * Backend memory [rows, dim]; NULL when the model has no such point. Layer outputs: h_0 is the
+ * block-0 input (embedding, or its norm with embed_norm), h_l the output of block l-1, l = 0..L.
+ * stream 1 is siamese's Y stream (h_0 of both streams is the same embedding). */
+const sp_real *sp_model_hidden(const sp_model *m, int l, int stream);
+/* The input of W_2 in block l (after the nonlinearity), [rows, d_ff]. */
+const sp_real *sp_model_ffn_latent(const sp_model *m, int l);
+/* A recipe slot of block l by name ("sum_a", "sum_z", "u", ...), [rows, d_model]. */
+const sp_real *sp_model_slot(const sp_model *m, int l, const char *slot_name);
+/* The gradient w.r.t. the embedding output (h_0 before embed_norm), after backward, [rows, d_model]. */
+const sp_real *sp_model_embed_grad(const sp_model *m);
+
+/* ---- one block as a function, for Jacobian analyzers (after a forward pass) ----
+ * Block l maps its input streams (each [rows, d_model]) to its output streams, around the point of
+ * the last forward pass. jvp: t_out = J t_in. vjp: g_in = J^T g_out (overwritten; parameter
+ * gradients untouched). Arrays hold n_streams pointers to backend memory. */
+sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out);
+sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp_real *const *g_in);
+/* Evaluates block l on arbitrary inputs of the last forward pass's shape, leaving the saved
+ * activations untouched (finite-difference references, what-if probes). */
+sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out);
+
+#endif
