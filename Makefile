@@ -36,6 +36,7 @@ LIB32 := $(BUILD)/libspanprobe.a
 LIB64 := $(BUILD)/libspanprobe_f64.a
 BIN := $(BUILD)/spanprobe
 TESTS := $(TEST_F32_SRCS:tests/%.c=$(BUILD)/tests/%) $(TEST_F64_SRCS:tests/%.c=$(BUILD)/tests/%)
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 ifeq ($(CUDA),1)
   CU_SRCS := $(wildcard kernels/cuda/*.cu)
@@ -50,7 +51,7 @@ else
   CFLAGS_CUDA :=
 endif
 
-.PHONY: all test test-asan deps data clean fixtures
+.PHONY: all test test-asan deps data clean bench main
 all: $(BIN) cuda-note
 
 cuda-note:
@@ -89,6 +90,18 @@ $(BUILD)/tests/%_f64: tests/%_f64.c $(TEST_SUPPORT) $(LIB64)
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB32)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB32) $(LDLIBS) -lcmocka
+
+$(BUILD)/bench/%: bench/%.c $(LIB32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB32) $(LDLIBS)
+
+bench: $(BENCHES)
+
+# The default job (README): for now, create a small model and look inside it.
+main: $(BIN)
+	@mkdir -p out
+	$(BIN) init --config fixtures/tiny.json --seed 1 --out out/tiny.h5
+	$(BIN) inspect out/tiny.h5
 
 # The test runner builds the fixtures through the tool itself, then runs every test binary.
 test: $(BIN) $(TESTS)

@@ -1,7 +1,5 @@
 #include "core/config.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +39,7 @@ const sp_config_field sp_config_fields[] = {
 };
 #undef F
 const int sp_n_config_fields = (int)SP_ARRAY_LEN(sp_config_fields);
+const sp_field_table sp_config_table = {sp_config_fields, (int)SP_ARRAY_LEN(sp_config_fields)};
 
 void sp_config_defaults(sp_config *cfg)
 {
@@ -70,98 +69,18 @@ void sp_config_defaults(sp_config *cfg)
     };
 }
 
-int sp_enum_lookup(const char *const *names, const char *value)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], value) == 0)
-            return i;
-    return -1;
-}
-
-const sp_config_field *sp_config_find(const char *name)
-{
-    char key[64];
-    size_t n = strlen(name);
-    if (n >= sizeof key)
-        return NULL;
-    for (size_t i = 0; i <= n; i++)
-        key[i] = name[i] == '-' ? '_' : name[i];
-    for (int i = 0; i < sp_n_config_fields; i++)
-        if (strcmp(sp_config_fields[i].name, key) == 0)
-            return &sp_config_fields[i];
-    return NULL;
-}
-
-static void join_names(const char *const *names, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (int i = 0; names[i]; i++) {
-        strncat(buf, i ? "|" : "", len - strlen(buf) - 1);
-        strncat(buf, names[i], len - strlen(buf) - 1);
-    }
-}
+const sp_config_field *sp_config_find(const char *name) { return sp_fields_find(&sp_config_table, name); }
 
 sp_status sp_config_set(sp_config *cfg, const char *name, const char *value, const char *where)
 {
-    const sp_config_field *f = sp_config_find(name);
-    if (!f)
+    if (!sp_config_find(name))
         return sp_error(SP_ERR_USAGE, "%s: unknown config field '%s'", where, name);
-    char *p = (char *)cfg + f->offset;
-    char *end = NULL;
-    errno = 0;
-    switch (f->type) {
-    case SP_FIELD_INT: {
-        long v = strtol(value, &end, 10);
-        if (errno || end == value || *end || v < INT_MIN || v > INT_MAX)
-            return sp_error(SP_ERR_USAGE, "%s: expected an integer for %s, found '%s'", where, f->name, value);
-        *(int *)p = (int)v;
-        break;
-    }
-    case SP_FIELD_DOUBLE: {
-        double v = strtod(value, &end);
-        if (errno || end == value || *end || !isfinite(v))
-            return sp_error(SP_ERR_USAGE, "%s: expected a finite number for %s, found '%s'", where, f->name, value);
-        *(double *)p = v;
-        break;
-    }
-    case SP_FIELD_BOOL: {
-        static const char *const bool_names[] = {"false", "true", "0", "1", "no", "yes", NULL};
-        int v = sp_enum_lookup(bool_names, value);
-        if (v < 0)
-            return sp_error(SP_ERR_USAGE, "%s: expected true or false for %s, found '%s'", where, f->name, value);
-        *(int *)p = v % 2;
-        break;
-    }
-    case SP_FIELD_ENUM: {
-        int v = sp_enum_lookup(f->enum_names, value);
-        if (v < 0) {
-            char names[256];
-            join_names(f->enum_names, names, sizeof names);
-            return sp_error(SP_ERR_USAGE, "%s: unknown %s '%s' (expected %s)", where, f->name, value, names);
-        }
-        *(int *)p = v;
-        break;
-    }
-    }
-    return SP_OK;
+    return sp_fields_set(&sp_config_table, cfg, name, value, where);
 }
 
 void sp_config_format(const sp_config *cfg, const sp_config_field *f, char *buf, size_t len)
 {
-    const char *p = (const char *)cfg + f->offset;
-    switch (f->type) {
-    case SP_FIELD_INT: snprintf(buf, len, "%d", *(const int *)p); break;
-    case SP_FIELD_DOUBLE: snprintf(buf, len, "%.17g", *(const double *)p); break;
-    case SP_FIELD_BOOL: snprintf(buf, len, "%s", *(const int *)p > 0 ? "true" : "false"); break;
-    case SP_FIELD_ENUM: {
-        int v = *(const int *)p;
-        int n = 0;
-        while (f->enum_names[n])
-            n++;
-        snprintf(buf, len, "%s", v >= 0 && v < n ? f->enum_names[v] : "?");
-        break;
-    }
-    }
+    sp_fields_format(cfg, f, buf, len);
 }
 
 sp_status sp_config_resolve(sp_config *cfg)

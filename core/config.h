@@ -10,6 +10,7 @@
 #define SP_CONFIG_H
 
 #include "core/common.h"
+#include "core/fields.h"
 
 typedef enum {
     SP_VARIANT_PRE,
@@ -55,18 +56,11 @@ typedef struct {
     double siamese_c_mult; /* siamese: c_l = sqrt(mult (l+1)); 2 (code), 1 gives the summary's sqrt(l+1) */
 } sp_config;
 
-typedef enum { SP_FIELD_INT, SP_FIELD_DOUBLE, SP_FIELD_BOOL, SP_FIELD_ENUM } sp_field_type;
-
-typedef struct {
-    const char *name;        /* as in files and JSON ("d_model"); CLI uses --d-model */
-    sp_field_type type;
-    size_t offset;           /* into sp_config */
-    const char *const *enum_names; /* NULL-terminated, for SP_FIELD_ENUM */
-    const char *help;
-} sp_config_field;
+typedef sp_field sp_config_field;
 
 extern const sp_config_field sp_config_fields[];
 extern const int sp_n_config_fields;
+extern const sp_field_table sp_config_table;
 extern const char *const sp_variant_names[];  /* indexed by sp_variant, NULL-terminated */
 extern const char *const sp_norm_names[];
 extern const char *const sp_ffn_names[];
@@ -85,6 +79,5 @@ sp_status sp_config_validate(const sp_config *cfg, const char *where);
 int sp_config_head_dim(const sp_config *cfg);
 int sp_config_kv_dim(const sp_config *cfg);
 int sp_config_mixln_n_post(const sp_config *cfg); /* round(alpha L) */
-int sp_enum_lookup(const char *const *names, const char *value); /* -1 when absent */
 
 #endif

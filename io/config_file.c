@@ -45,26 +45,26 @@ static sp_status read_text(const char *path, char **out)
     return SP_OK;
 }
 
-sp_status sp_config_load_json(const char *path, sp_config *cfg)
+sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *obj)
 {
     char *text = NULL;
     SP_TRY(read_text(path, &text));
     cJSON *root = cJSON_Parse(text);
     sp_status st = SP_OK;
-    if (!root || !cJSON_IsObject(root)) {
+    if (!root || !cJSON_IsObject(root))
         st = sp_error(SP_ERR_INPUT, "%s: not a JSON object%s", path, root ? "" : " (parse error)");
-        goto done;
-    }
-    char where[512], value[64];
-    for (cJSON *item = root->child; item && st == SP_OK; item = item->next) {
+    char where[512], value[SP_FIELD_STRING_MAX];
+    for (cJSON *item = root ? root->child : NULL; item && st == SP_OK; item = item->next) {
         snprintf(where, sizeof where, "%s: %s", path, item->string);
-        const sp_config_field *f = sp_config_find(item->string);
+        const sp_field *f = sp_fields_find(t, item->string);
         if (!f) {
-            st = sp_error(SP_ERR_INPUT, "%s: unknown config field", where);
+            st = sp_error(SP_ERR_INPUT, "%s: unknown field", where);
             break;
         }
         if (cJSON_IsBool(item))
             snprintf(value, sizeof value, "%s", cJSON_IsTrue(item) ? "true" : "false");
+        else if (cJSON_IsNumber(item) && (f->type == SP_FIELD_INT || f->type == SP_FIELD_INT64))
+            snprintf(value, sizeof value, "%.0f", item->valuedouble);
         else if (cJSON_IsNumber(item))
             snprintf(value, sizeof value, "%.17g", item->valuedouble);
         else if (cJSON_IsString(item))
@@ -73,35 +73,41 @@ sp_status sp_config_load_json(const char *path, sp_config *cfg)
             st = sp_error(SP_ERR_INPUT, "%s: expected a number, boolean or string", where);
             break;
         }
-        if (f->type == SP_FIELD_INT && cJSON_IsNumber(item))
-            snprintf(value, sizeof value, "%.0f", item->valuedouble);
-        st = sp_config_set(cfg, item->string, value, where);
-        if (st == SP_ERR_USAGE) /* a bad value in a file is bad input, not bad usage */
-            st = SP_ERR_INPUT;
+        if (sp_fields_set(t, obj, item->string, value, where) != SP_OK)
+            st = SP_ERR_INPUT; /* a bad value in a file is bad input, not bad usage */
     }
-done:
     cJSON_Delete(root);
     free(text);
     return st;
 }
 
-char *sp_config_to_json(const sp_config *cfg)
+sp_status sp_config_load_json(const char *path, sp_config *cfg) { return sp_fields_load_json(path, &sp_config_table, cfg); }
+
+void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_object)
 {
-    cJSON *root = cJSON_CreateObject();
-    char value[64];
-    for (int i = 0; i < sp_n_config_fields; i++) {
-        const sp_config_field *f = &sp_config_fields[i];
-        const char *p = (const char *)cfg + f->offset;
+    cJSON *root = cjson_object;
+    char value[SP_FIELD_STRING_MAX];
+    for (int i = 0; i < t->n_fields; i++) {
+        const sp_field *f = &t->fields[i];
+        const char *p = (const char *)obj + f->offset;
         switch (f->type) {
         case SP_FIELD_INT: cJSON_AddNumberToObject(root, f->name, *(const int *)p); break;
+        case SP_FIELD_INT64: cJSON_AddNumberToObject(root, f->name, (double)*(const int64_t *)p); break;
         case SP_FIELD_DOUBLE: cJSON_AddNumberToObject(root, f->name, *(const double *)p); break;
         case SP_FIELD_BOOL: cJSON_AddBoolToObject(root, f->name, *(const int *)p > 0); break;
         case SP_FIELD_ENUM:
-            sp_config_format(cfg, f, value, sizeof value);
+        case SP_FIELD_STRING:
+            sp_fields_format(obj, f, value, sizeof value);
             cJSON_AddStringToObject(root, f->name, value);
             break;
         }
     }
+}
+
+char *sp_config_to_json(const sp_config *cfg)
+{
+    cJSON *root = cJSON_CreateObject();
+    sp_fields_to_json(&sp_config_table, cfg, root);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;

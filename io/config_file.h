@@ -5,6 +5,12 @@
 #define SP_CONFIG_FILE_H
 
 #include "core/config.h"
+#include "core/fields.h"
+
+/* Applies every key of the JSON object in `path` to obj through its field table. */
+sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *obj);
+/* Adds every field of obj to a cJSON object (passed as void * to keep cJSON out of this header). */
+void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_object);
 
 /* Applies every key of the JSON object in `path` on top of *cfg. */
 sp_status sp_config_load_json(const char *path, sp_config *cfg);

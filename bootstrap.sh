@@ -1,0 +1,31 @@
+#!/bin/sh
+# The two commands of README.md, on a fresh Debian machine:
+#   ./bootstrap.sh main   install what is needed, build, fetch the corpus, run the default job
+#   ./bootstrap.sh test   install what is needed, build, run the tests, then again under ASan/UBSan
+set -eu
+cd "$(dirname "$0")"
+what=${1:-}
+case "$what" in
+main | test) ;;
+*)
+    echo "usage: ./bootstrap.sh main|test" >&2
+    exit 2
+    ;;
+esac
+if ! command -v make >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends make
+fi
+make deps
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ "$what" = test ]; then
+    make -j"$jobs"
+    make -j"$jobs" test
+    make -j"$jobs" test-asan
+else
+    make -j"$jobs"
+    make data
+    make main
+fi
