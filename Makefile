@@ -42,10 +42,12 @@ ifeq ($(CUDA),1)
   CU_SRCS := $(wildcard kernels/cuda/*.cu)
   CU_OBJ := $(CU_SRCS:%.cu=$(BUILD)/cuda/%.o)
   CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
+  # Hopper machine code (sm_90) plus compute_90 PTX that newer GPUs compile at load; warnings are
+  # errors for both nvcc and the host compiler.
   NVCCFLAGS := -O2 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-               -Xcompiler -Wall,-Wextra,-Werror
+               -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
   CFLAGS_CUDA := -DSP_HAVE_CUDA
-  LDLIBS += -L$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudart -lstdc++
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudart -lstdc++
 else
   CU_OBJ :=
   CFLAGS_CUDA :=
@@ -70,7 +72,7 @@ $(BUILD)/f64/%.o: %.c
 
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB32): $(OBJ32) $(CU_OBJ)
 	@rm -f $@
@@ -103,8 +105,12 @@ main: $(BIN)
 	$(BIN) init --config fixtures/tiny.json --seed 1 --out out/tiny.h5
 	$(BIN) inspect out/tiny.h5
 
+# Test fixtures are built by the tool itself into $(BUILD)/fixtures (fixtures/build.sh), never committed.
+fixtures: $(BIN)
+	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) fixtures/build.sh
+
 # The test runner builds the fixtures through the tool itself, then runs every test binary.
-test: $(BIN) $(TESTS)
+test: $(BIN) $(TESTS) fixtures
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
 
 test-asan:

@@ -1,0 +1,93 @@
+/* analyzers/analyzer.h: the one interface every diagnostic implements, and what it runs against.
+ *
+ * `spanprobe analyze` builds an sp_analysis (the input: a model on an evaluation set, or an
+ * activation dump; the options; the report being written), then runs the selected analyzers:
+ *   1. begin() of every selected analyzer (allocate its accumulators),
+ *   2. ONE streaming pass over the evaluation set: for each batch the driver runs the model forward
+ *      (or reads the dump) and hands the same sp_act_batch to every consume(),
+ *   3. finish() of every analyzer: finalize, write its arrays and summary scalars into the report.
+ * Analyzers that need no pass (weights) or drive the model themselves (gradients, Jacobians,
+ * pruning) have begin/consume NULL and do their work in finish(). An analyzer whose needs the input
+ * cannot meet is recorded in the report's /skipped group with the reason, never silently dropped.
+ *
+ * Analyzers compute through the backend table (a->be) and download only small results, so the same
+ * code runs on the CPU and on the GPU. Eigen/singular values go through analyzers/linalg.h in fp64.
+ */
+#ifndef SP_ANALYZER_H
+#define SP_ANALYZER_H
+
+#include "core/fields.h"
+#include "io/dump.h"
+#include "io/report.h"
+#include "kernels/backend.h"
+#include "model/model.h"
+
+typedef struct {
+    char metrics[SP_FIELD_STRING_MAX]; /* comma-separated analyzer names; "" = all */
+    int64_t n_tokens;   /* evaluation tokens (checkpoint input) */
+    int seq_len;        /* evaluation sequence length (0 = min(max_seq_len, 256)) */
+    int batch;          /* sequences per forward pass */
+    int64_t seed;       /* evaluation windows and random probes */
+    int topk;           /* Jacobian top-k singular values */
+    int power_iters;    /* power-iteration cap */
+    double power_tol;   /* power-iteration relative-change stop */
+    int jac_tokens;     /* tokens sampled for token-local Jacobians */
+    int center;         /* cosine: subtract each layer's mean vector */
+    int last_token;     /* cosine: last token of each sequence only */
+    int cka_debiased;   /* CKA: debiased HSIC estimator */
+    int grad_batches;   /* batches for gradient norms */
+    int prune_batches;  /* batches for pruning sensitivity */
+} sp_analyze_options;
+
+extern const sp_field_table sp_analyze_option_table;
+void sp_analyze_options_defaults(sp_analyze_options *o);
+
+/* What an analyzer needs from the input. */
+enum {
+    SP_NEEDS_ACTIVATIONS = 1u << 0, /* hidden states (a model or a dump) */
+    SP_NEEDS_LATENTS = 1u << 1,     /* FFN latents */
+    SP_NEEDS_PRESUMS = 1u << 2,     /* pre-normalization sums */
+    SP_NEEDS_MODEL = 1u << 3        /* weights and the ability to run passes (a checkpoint) */
+};
+
+typedef struct sp_act_batch sp_act_batch;
+
+typedef struct {
+    const sp_backend *be;
+    sp_model *model;        /* NULL when the input is a dump */
+    sp_dump *dump;          /* NULL when the input is a checkpoint */
+    int n_layers, n_streams, d_model, d_ff, vocab_size;
+    int has_latents, has_presums;
+    /* The evaluation set: n_seqs sequences of seq_len tokens, host memory, in batches of `batch`. */
+    const int32_t *tokens;
+    const int32_t *targets; /* next-token targets [n_seqs * seq_len], -1 where none; NULL for dumps */
+    int n_seqs, seq_len, batch;
+    const sp_analyze_options *opts;
+    sp_report *report;
+} sp_analysis;
+
+/* One batch of the streaming pass; backend memory, valid only during consume(). rows = sequences
+ * in this batch x seq_len. Accessors return NULL where the input has no such array. */
+int sp_batch_rows(const sp_act_batch *b);
+int sp_batch_first_seq(const sp_act_batch *b); /* index of the batch's first sequence */
+const sp_real *sp_batch_hidden(const sp_act_batch *b, int layer, int stream); /* [rows, d_model], l = 0..L */
+const sp_real *sp_batch_latent(const sp_act_batch *b, int layer);             /* [rows, d_ff], l = 0..L-1 */
+const sp_real *sp_batch_presum(const sp_act_batch *b, int layer, const char *name); /* "sum_a"/"sum_z" */
+
+typedef struct {
+    const char *name;        /* report group and --metrics name */
+    const char *description;
+    unsigned needs;
+    sp_status (*begin)(const sp_analysis *a, void **state);
+    sp_status (*consume)(const sp_analysis *a, void *state, const sp_act_batch *b);
+    /* Writes results into a->report; frees state whatever the outcome. */
+    sp_status (*finish)(const sp_analysis *a, void *state);
+    /* Frees state when the run fails before finish() (NULL when begin is NULL). */
+    void (*discard)(void *state);
+} sp_analyzer;
+
+/* The registry, in report order (analyzers/registry.c). */
+extern const sp_analyzer *const sp_analyzers[];
+extern const int sp_n_analyzers;
+
+#endif

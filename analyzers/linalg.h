@@ -1,0 +1,30 @@
+/* analyzers/linalg.h: the dense fp64 linear algebra the analyzers share (LAPACKE), on the host.
+ * Eigen and singular values are always computed in double, whatever sp_real is. */
+#ifndef SP_LINALG_H
+#define SP_LINALG_H
+
+#include "core/common.h"
+
+/* Eigenvalues of the symmetric n x n matrix a (row-major, destroyed), descending, into w[n]. */
+sp_status sp_linalg_sym_eigvals(int n, double *a, double *w);
+/* Singular values of the m x n matrix a (row-major, destroyed), descending, into s[min(m, n)]. */
+sp_status sp_linalg_singvals(int m, int n, double *a, double *s);
+
+/* Rank measures of a spectrum of non-negative eigenvalues lambda[n] (negatives from round-off are
+ * clipped to 0), normalized by dim (the matrix side D):
+ *   soft rank = exp(-sum p_i ln p_i) / D, p = lambda / sum lambda (Shannon effective rank)
+ *   hard rank = (sum lambda)^2 / sum lambda^2 / D (participation ratio) */
+typedef struct {
+    double trace;      /* sum lambda */
+    double sum_sq;     /* sum lambda^2 */
+    double entropy;    /* -sum p ln p, nats */
+    double soft_rank;  /* normalized */
+    double hard_rank;  /* normalized */
+} sp_rank_measures;
+
+sp_rank_measures sp_linalg_rank_measures(int n, const double *lambda, int dim);
+
+/* Median of x[n] (copied, not modified). */
+double sp_linalg_median(int n, const double *x);
+
+#endif

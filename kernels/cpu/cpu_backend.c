@@ -1,0 +1,80 @@
+/* kernels/cpu/cpu_backend.c: the CPU backend table and its memory ops (plain host memory). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_ops.h"
+
+void *sp_cpu_alloc(size_t bytes, const char *what)
+{
+    /* calloc zeroes; a 0-byte request still returns a distinct pointer that free accepts */
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p)
+        sp_error(SP_ERR_NOMEM, "cpu backend: out of memory allocating %zu bytes for %s", bytes, what);
+    return p;
+}
+
+void sp_cpu_free(void *p) { free(p); }
+
+void sp_cpu_upload(void *dst, const void *host_src, size_t bytes)
+{
+    if (bytes)
+        memcpy(dst, host_src, bytes);
+}
+
+void sp_cpu_download(void *host_dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        memcpy(host_dst, src, bytes);
+}
+
+void sp_cpu_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        memmove(dst, src, bytes);
+}
+
+void sp_cpu_zero(void *dst, size_t bytes)
+{
+    if (bytes)
+        memset(dst, 0, bytes);
+}
+
+void sp_cpu_sync(void) {}
+
+static const sp_backend cpu_backend = {
+    .name = "cpu",
+    .alloc = sp_cpu_alloc,
+    .free = sp_cpu_free,
+    .upload = sp_cpu_upload,
+    .download = sp_cpu_download,
+    .copy = sp_cpu_copy,
+    .zero = sp_cpu_zero,
+    .sync = sp_cpu_sync,
+    .gemm = sp_cpu_gemm,
+    .axpby = sp_cpu_axpby,
+    .scale = sp_cpu_scale,
+    .sumsq = sp_cpu_sumsq,
+    .dot = sp_cpu_dot,
+    .count_nonfinite = sp_cpu_count_nonfinite,
+    .norm_fwd = sp_cpu_norm_fwd,
+    .norm_bwd = sp_cpu_norm_bwd,
+    .norm_jvp = sp_cpu_norm_jvp,
+    .gelu_fwd = sp_cpu_gelu_fwd,
+    .gelu_bwd = sp_cpu_gelu_bwd,
+    .gelu_jvp = sp_cpu_gelu_jvp,
+    .swiglu_fwd = sp_cpu_swiglu_fwd,
+    .swiglu_bwd = sp_cpu_swiglu_bwd,
+    .swiglu_jvp = sp_cpu_swiglu_jvp,
+    .rope = sp_cpu_rope,
+    .attn_saved_elems = sp_cpu_attn_saved_elems,
+    .attn_fwd = sp_cpu_attn_fwd,
+    .attn_bwd = sp_cpu_attn_bwd,
+    .attn_jvp = sp_cpu_attn_jvp,
+    .embed_fwd = sp_cpu_embed_fwd,
+    .embed_bwd = sp_cpu_embed_bwd,
+    .xent_fwd = sp_cpu_xent_fwd,
+    .xent_bwd = sp_cpu_xent_bwd,
+    .adamw = sp_cpu_adamw,
+};
+
+const sp_backend *sp_backend_cpu(void) { return &cpu_backend; }

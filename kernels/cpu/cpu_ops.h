@@ -1,0 +1,81 @@
+/* kernels/cpu/cpu_ops.h: the CPU backend's ops, one file per concern, gathered into the table by
+ * cpu_backend.c. Semantics (layouts, overwrite vs accumulate) are those of kernels/backend.h.
+ *
+ * Threading: OpenMP loops with static schedules over independent outputs (rows, heads, elements),
+ * so every output element is computed by one thread in a fixed order and results do not depend on
+ * the thread count. Sums over many terms (reductions, dgain, softmax denominators) run in double.
+ */
+#ifndef SP_CPU_OPS_H
+#define SP_CPU_OPS_H
+
+#include "kernels/backend.h"
+
+/* Below this many elements an elementwise loop runs on one thread (the fork costs more). */
+#define SP_CPU_PAR_MIN 16384
+
+/* cpu_backend.c: memory */
+void *sp_cpu_alloc(size_t bytes, const char *what);
+void sp_cpu_free(void *p);
+void sp_cpu_upload(void *dst, const void *host_src, size_t bytes);
+void sp_cpu_download(void *host_dst, const void *src, size_t bytes);
+void sp_cpu_copy(void *dst, const void *src, size_t bytes);
+void sp_cpu_zero(void *dst, size_t bytes);
+void sp_cpu_sync(void);
+
+/* cpu_blas.c */
+void sp_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, sp_real alpha, const sp_real *a, int lda,
+                 const sp_real *b, int ldb, sp_real beta, sp_real *c, int ldc);
+void sp_cpu_axpby(size_t n, sp_real a, const sp_real *x, sp_real b, sp_real *y);
+void sp_cpu_scale(size_t n, sp_real a, sp_real *x);
+double sp_cpu_sumsq(size_t n, const sp_real *x);
+double sp_cpu_dot(size_t n, const sp_real *x, const sp_real *y);
+size_t sp_cpu_count_nonfinite(size_t n, const sp_real *x);
+
+/* cpu_norm.c */
+void sp_cpu_norm_fwd(sp_norm_kind kind, int rows, int dim, sp_real eps, const sp_real *x, const sp_real *gain,
+                     const sp_real *bias, sp_real *y, sp_real *mean, sp_real *rstd);
+void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                     const sp_real *mean, const sp_real *rstd, const sp_real *dy, sp_real *dx, sp_real *dgain,
+                     sp_real *dbias);
+void sp_cpu_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                     const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty);
+
+/* cpu_activation.c */
+void sp_cpu_gelu_fwd(size_t n, const sp_real *x, sp_real *y);
+void sp_cpu_gelu_bwd(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
+void sp_cpu_gelu_jvp(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
+void sp_cpu_swiglu_fwd(size_t n, const sp_real *g, const sp_real *u, sp_real *h);
+void sp_cpu_swiglu_bwd(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du);
+void sp_cpu_swiglu_jvp(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
+                       sp_real *th);
+
+/* cpu_rope.c */
+void sp_cpu_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x);
+
+/* cpu_attention.c */
+size_t sp_cpu_attn_saved_elems(int batch, int seq_len, int n_heads);
+void sp_cpu_attn_fwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out);
+void sp_cpu_attn_bwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
+                     sp_real *dk, sp_real *dv);
+void sp_cpu_attn_jvp(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
+                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq,
+                     const sp_real *tk, const sp_real *tv, sp_real *tout);
+
+/* cpu_embed.c */
+void sp_cpu_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
+                      sp_real *out);
+void sp_cpu_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *dout, sp_real *dtok,
+                      sp_real *dpos);
+
+/* cpu_xent.c */
+void sp_cpu_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);
+void sp_cpu_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                     sp_real *dlogits);
+
+/* cpu_adamw.c */
+void sp_cpu_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, long step);
+
+#endif

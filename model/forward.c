@@ -1,0 +1,154 @@
+/* model/forward.c: the forward interpreter of the block recipes, and the model's forward pass
+ * (embedding, blocks, final norms, head, cross-entropy). */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "model/model_internal.h"
+
+void sp_block_forward(sp_model *m, int l, sp_block_state *st)
+{
+    const sp_recipe *r = m->blocks[l].recipe;
+    const int rows = m->rows, d = m->cfg.d_model;
+    const size_t n = (size_t)rows * (size_t)d;
+    for (int s = 0; s < r->n_steps; s++) {
+        const sp_step *step = &r->steps[s];
+        sp_real *dst = st->slot[step->dst];
+        const sp_real *a = st->slot[step->a];
+        const sp_real ca = (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_a);
+        switch (step->kind) {
+        case SP_STEP_NORM:
+            sp_norm_op_fwd(m, m->blocks[l].norms[step->norm], rows, d, a, dst, &st->norm[s]);
+            if (ca != 1)
+                m->be->scale(n, ca, dst);
+            break;
+        case SP_STEP_ATTN: sp_attn_fwd(m, l, a, &st->attn, dst); break;
+        case SP_STEP_FFN: sp_ffn_fwd(m, l, a, &st->ffn, dst); break;
+        case SP_STEP_ADD:
+            m->be->axpby(n, ca, a, 0, dst);
+            m->be->axpby(n, (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_b), st->slot[step->b], 1, dst);
+            break;
+        }
+    }
+}
+
+/* Shape and token checks, with one line naming the offending value. */
+static sp_status check_input(const sp_model *m, const int32_t *tokens, const int32_t *targets, int batch, int seq_len)
+{
+    const sp_config *cfg = &m->cfg;
+    if (batch < 1)
+        return sp_error(SP_ERR_USAGE, "sp_model_forward: batch = %d (expected >= 1)", batch);
+    if (seq_len < 1 || seq_len > cfg->max_seq_len)
+        return sp_error(SP_ERR_USAGE, "sp_model_forward: seq_len = %d is outside 1..max_seq_len = %d", seq_len,
+                        cfg->max_seq_len);
+    if (batch > INT_MAX / seq_len)
+        return sp_error(SP_ERR_USAGE, "sp_model_forward: batch %d x seq_len %d rows overflow an int", batch, seq_len);
+    for (int r = 0; r < batch * seq_len; r++) {
+        if (tokens[r] < 0 || tokens[r] >= cfg->vocab_size)
+            return sp_error(SP_ERR_INPUT,
+                            "sp_model_forward: token id %d at sequence %d, position %d is outside [0, %d)", tokens[r],
+                            r / seq_len, r % seq_len, cfg->vocab_size);
+        if (targets && targets[r] >= cfg->vocab_size)
+            return sp_error(SP_ERR_INPUT,
+                            "sp_model_forward: target id %d at sequence %d, position %d is outside [0, %d) "
+                            "(negative ids are ignored)",
+                            targets[r], r / seq_len, r % seq_len, cfg->vocab_size);
+    }
+    return SP_OK;
+}
+
+/* h = N_fin(N_x(X_L) + N_y(Y_L)) (siamese), N_f(x_L) or x_L itself (aliased at layout). */
+static void final_norms(sp_model *m)
+{
+    const int rows = m->rows, d = m->cfg.d_model, last = m->cfg.n_layers - 1;
+    const sp_block_state *st = &m->state[last];
+    const int *out = m->blocks[last].recipe->out_slots;
+    sp_top_state *t = &m->top;
+    const sp_real *x = st->slot[out[0]];
+    if (m->fin_x_norm.gain >= 0) {
+        sp_norm_op_fwd(m, m->fin_x_norm, rows, d, x, t->fin_x, &t->fin_x_norm);
+        sp_norm_op_fwd(m, m->fin_y_norm, rows, d, st->slot[out[1]], t->fin_y, &t->fin_y_norm);
+        m->be->copy(t->fin_sum, t->fin_x, (size_t)rows * (size_t)d * sizeof(sp_real));
+        m->be->axpby((size_t)rows * (size_t)d, 1, t->fin_y, 1, t->fin_sum);
+        x = t->fin_sum;
+    }
+    if (m->fin_norm.gain >= 0)
+        sp_norm_op_fwd(m, m->fin_norm, rows, d, x, t->hf, &t->fin_norm);
+}
+
+/* Mean cross-entropy over the counted targets. */
+static sp_status loss_fwd(sp_model *m, const int32_t *targets, double *loss)
+{
+    const int rows = m->rows;
+    sp_top_state *t = &m->top;
+    m->be->upload(t->targets, targets, (size_t)rows * sizeof(int32_t));
+    m->be->xent_fwd(rows, m->cfg.vocab_size, t->logits, t->targets, t->losses);
+    sp_real *host = sp_malloc((size_t)rows * sizeof *host, "per-row losses");
+    if (!host)
+        return SP_ERR_NOMEM;
+    m->be->download(host, t->losses, (size_t)rows * sizeof *host);
+    double sum = 0, count = 0;
+    for (int r = 0; r < rows; r++)
+        if (targets[r] >= 0) {
+            sum += host[r];
+            count += 1;
+        }
+    free(host);
+    if (count == 0)
+        return sp_error(SP_ERR_INPUT, "sp_model_forward: every target is negative (ignored); the mean loss is undefined");
+    m->loss_count = count;
+    m->has_loss = 1;
+    if (loss)
+        *loss = sum / count;
+    return SP_OK;
+}
+
+sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *targets, int batch, int seq_len,
+                           double *loss)
+{
+    m->has_loss = 0;
+    m->has_grads = 0;
+    SP_TRY(check_input(m, tokens, targets, batch, seq_len));
+    m->rows = 0;
+    SP_TRY(sp_model_reserve(m, batch, seq_len));
+    m->batch = batch;
+    m->seq_len = seq_len;
+    m->rows = batch * seq_len;
+
+    const sp_config *cfg = &m->cfg;
+    sp_top_state *t = &m->top;
+    m->be->upload(t->ids, tokens, (size_t)m->rows * sizeof(int32_t));
+    m->be->embed_fwd(m->rows, seq_len, cfg->d_model, t->ids, sp_model_param(m, m->tok),
+                     sp_model_param_or_null(m, m->pos), t->e);
+    if (m->embed_norm.gain >= 0)
+        sp_norm_op_fwd(m, m->embed_norm, m->rows, cfg->d_model, t->e, t->h0, &t->embed_norm);
+    for (int l = 0; l < cfg->n_layers; l++)
+        sp_block_forward(m, l, &m->state[l]);
+    final_norms(m);
+    sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), t->logits);
+    return targets ? loss_fwd(m, targets, loss) : SP_OK;
+}
+
+/* Checks shared by the block-as-a-function entry points. */
+sp_status sp_model_check_block(const sp_model *m, int l, const char *who)
+{
+    if (m->rows == 0)
+        return sp_error(SP_ERR_USAGE, "%s: no forward pass has run (the block is taken around its activations)", who);
+    if (l < 0 || l >= m->cfg.n_layers)
+        return sp_error(SP_ERR_USAGE, "%s: block %d is outside 0..%d", who, l, m->cfg.n_layers - 1);
+    return SP_OK;
+}
+
+sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out)
+{
+    SP_TRY(sp_model_check_block(m, l, "sp_model_block_apply"));
+    sp_block_state *probe = NULL;
+    SP_TRY(sp_model_probe_state(m, l, &probe));
+    const sp_recipe *r = m->blocks[l].recipe;
+    const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
+    for (int s = 0; s < r->n_streams; s++)
+        m->be->copy(probe->slot[s], x_in[s], bytes);
+    sp_block_forward(m, l, probe);
+    for (int s = 0; s < r->n_streams; s++)
+        m->be->copy(x_out[s], probe->slot[r->out_slots[s]], bytes);
+    return SP_OK;
+}

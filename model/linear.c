@@ -1,0 +1,16 @@
+/* model/linear.c: y = x W^T for activations x [rows, in] and a weight W [out, in], and its VJP. */
+#include "model/model_internal.h"
+
+void sp_linear_fwd(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                   sp_real *y)
+{
+    m->be->gemm(0, 1, rows, out_dim, in_dim, 1, x, in_dim, w, in_dim, 0, y, out_dim);
+}
+
+void sp_linear_bwd(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                   const sp_real *dy, sp_real *dx, int accumulate, sp_real *dw)
+{
+    m->be->gemm(0, 0, rows, in_dim, out_dim, 1, dy, out_dim, w, in_dim, accumulate ? 1 : 0, dx, in_dim);
+    if (dw)
+        m->be->gemm(1, 0, out_dim, in_dim, rows, 1, dy, out_dim, x, in_dim, 1, dw, in_dim);
+}

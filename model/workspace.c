@@ -1,0 +1,203 @@
+/* model/workspace.c: the activation and scratch buffers of a model, carved from one backend
+ * allocation sized for the rows of the forward call and reused while later calls fit.
+ *
+ * Every layout function runs twice: once on an arena with base NULL (counting bytes), once on the
+ * real allocation (assigning pointers), so the count and the carving cannot disagree. */
+#include "model/model_internal.h"
+
+#define SP_ARENA_ALIGN 64 /* bytes: a cache line, and enough for any vector load */
+
+/* Carving: with base NULL it only counts. */
+typedef struct {
+    char *base;
+    size_t used;
+} arena;
+
+static void *take_bytes(arena *a, size_t bytes)
+{
+    void *p = a->base ? a->base + a->used : NULL;
+    a->used += (bytes + SP_ARENA_ALIGN - 1) / SP_ARENA_ALIGN * SP_ARENA_ALIGN;
+    return p;
+}
+
+static sp_real *arena_take(arena *a, size_t n_elems) { return take_bytes(a, n_elems * sizeof(sp_real)); }
+
+static void layout_norm(arena *a, const sp_config *cfg, size_t rows, sp_norm_state *st)
+{
+    st->mean = cfg->norm == SP_NORM_LAYERNORM ? arena_take(a, rows) : NULL;
+    st->rstd = arena_take(a, rows);
+}
+
+/* One block's own buffers: slots from first_own on (the inputs before it are aliases), saved state. */
+static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st, int first_own)
+{
+    const sp_config *cfg = &m->cfg;
+    const sp_recipe *r = m->blocks[l].recipe;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, kv = (size_t)sp_config_kv_dim(cfg);
+    const size_t dff = (size_t)cfg->d_ff;
+    for (int i = first_own; i < r->n_slots; i++)
+        st->slot[i] = arena_take(a, rows * d);
+    for (int s = 0; s < r->n_steps; s++)
+        if (r->steps[s].kind == SP_STEP_NORM)
+            layout_norm(a, cfg, rows, &st->norm[s]);
+
+    sp_attn_state *at = &st->attn;
+    *at = (sp_attn_state){0};
+    at->q = arena_take(a, rows * d);
+    at->k = arena_take(a, rows * kv);
+    at->v = arena_take(a, rows * kv);
+    if (r->attn_norm == SP_ATTN_QKV_HEADNORM) {
+        at->q_pre = arena_take(a, rows * d);
+        at->k_pre = arena_take(a, rows * kv);
+        at->v_pre = arena_take(a, rows * kv);
+        layout_norm(a, cfg, rows * (size_t)cfg->n_heads, &at->qkv_norm[0]);
+        layout_norm(a, cfg, rows * (size_t)cfg->n_kv_heads, &at->qkv_norm[1]);
+        layout_norm(a, cfg, rows * (size_t)cfg->n_kv_heads, &at->qkv_norm[2]);
+    } else if (r->attn_norm == SP_ATTN_QK_NORM) {
+        at->q_pre = arena_take(a, rows * d);
+        at->k_pre = arena_take(a, rows * kv);
+        layout_norm(a, cfg, rows, &at->qkv_norm[0]);
+        layout_norm(a, cfg, rows, &at->qkv_norm[1]);
+    }
+    at->saved = arena_take(a, m->cap_attn_saved);
+    at->a = arena_take(a, rows * d);
+
+    st->ffn.g = arena_take(a, rows * dff);
+    st->ffn.u = cfg->ffn == SP_FFN_SWIGLU ? arena_take(a, rows * dff) : NULL;
+    st->ffn.h = arena_take(a, rows * dff);
+}
+
+static int any_attn_norm(const sp_model *m)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        if (m->blocks[l].recipe->attn_norm != SP_ATTN_PLAIN)
+            return 1;
+    return 0;
+}
+
+static void layout_scratch(sp_model *m, arena *a)
+{
+    const sp_config *cfg = &m->cfg;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, kv = (size_t)sp_config_kv_dim(cfg);
+    const size_t dff = (size_t)cfg->d_ff;
+    sp_scratch *sc = &m->scratch;
+    *sc = (sp_scratch){0};
+    for (int i = 0; i < m->max_slots; i++)
+        sc->slot[i] = arena_take(a, rows * d);
+    for (int p = 0; p < 2; p++)
+        for (int s = 0; s < sp_config_n_streams(cfg); s++)
+            sc->stream[p][s] = arena_take(a, rows * d);
+    sc->dq = arena_take(a, rows * d);
+    sc->dk = arena_take(a, rows * kv);
+    sc->dv = arena_take(a, rows * kv);
+    if (any_attn_norm(m)) {
+        sc->dq_pre = arena_take(a, rows * d);
+        sc->dk_pre = arena_take(a, rows * kv);
+        sc->dv_pre = arena_take(a, rows * kv);
+    }
+    sc->da = arena_take(a, rows * d);
+    sc->dg = arena_take(a, rows * dff);
+    sc->du = cfg->ffn == SP_FFN_SWIGLU ? arena_take(a, rows * dff) : NULL;
+    sc->dh = arena_take(a, rows * dff);
+}
+
+static void layout_top(sp_model *m, arena *a)
+{
+    const sp_config *cfg = &m->cfg;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, vocab = (size_t)cfg->vocab_size;
+    sp_top_state *t = &m->top;
+    *t = (sp_top_state){0};
+    t->ids = take_bytes(a, rows * sizeof(int32_t));
+    t->targets = take_bytes(a, rows * sizeof(int32_t));
+    t->e = arena_take(a, rows * d);
+    t->de = arena_take(a, rows * d);
+    if (m->embed_norm.gain >= 0) {
+        t->h0 = arena_take(a, rows * d);
+        t->dh0 = arena_take(a, rows * d);
+        layout_norm(a, cfg, rows, &t->embed_norm);
+    } else {
+        t->h0 = t->e;
+        t->dh0 = t->de;
+    }
+    if (m->fin_x_norm.gain >= 0) {
+        t->fin_x = arena_take(a, rows * d);
+        t->fin_y = arena_take(a, rows * d);
+        t->fin_sum = arena_take(a, rows * d);
+        t->dfin_sum = arena_take(a, rows * d);
+        layout_norm(a, cfg, rows, &t->fin_x_norm);
+        layout_norm(a, cfg, rows, &t->fin_y_norm);
+    }
+    if (m->fin_norm.gain >= 0) {
+        t->hf = arena_take(a, rows * d);
+        t->dhf = arena_take(a, rows * d);
+        layout_norm(a, cfg, rows, &t->fin_norm);
+    } /* else hf is the last block's output slot, linked in layout_all */
+    t->logits = arena_take(a, rows * vocab);
+    t->dlogits = arena_take(a, rows * vocab);
+    t->losses = arena_take(a, rows);
+}
+
+/* Carves everything and links the aliases: block inputs are h_0 or the previous block's outputs. */
+static void layout_all(sp_model *m, arena *a)
+{
+    layout_top(m, a);
+    const int n_streams = sp_config_n_streams(&m->cfg);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sp_block_state *st = &m->state[l];
+        for (int s = 0; s < n_streams; s++)
+            st->slot[s] = l == 0 ? m->top.h0 : m->state[l - 1].slot[m->blocks[l - 1].recipe->out_slots[s]];
+        layout_block(m, l, a, st, n_streams);
+    }
+    if (m->fin_norm.gain < 0) {
+        const int last = m->cfg.n_layers - 1;
+        m->top.hf = m->state[last].slot[m->blocks[last].recipe->out_slots[0]];
+    }
+    layout_scratch(m, a);
+}
+
+sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
+{
+    const sp_backend *be = m->be;
+    const int rows = batch * seq_len;
+    const size_t attn_saved = be->attn_saved_elems(batch, seq_len, m->cfg.n_heads);
+    if (m->arena && rows <= m->cap_rows && attn_saved <= m->cap_attn_saved)
+        return SP_OK;
+    if (m->arena)
+        be->free(m->arena);
+    if (m->probe_arena) /* sized for the old shape */
+        be->free(m->probe_arena);
+    m->arena = m->probe_arena = NULL;
+    m->cap_rows = rows;
+    m->cap_attn_saved = attn_saved;
+    arena count = {NULL, 0};
+    layout_all(m, &count);
+    m->arena = be->alloc(count.used, "model activations");
+    if (!m->arena) {
+        m->cap_rows = 0;
+        m->cap_attn_saved = 0;
+        return SP_ERR_NOMEM;
+    }
+    arena real = {m->arena, 0};
+    layout_all(m, &real);
+    return SP_OK;
+}
+
+sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
+{
+    if (!m->probe_arena) {
+        size_t most = 0;
+        for (int k = 0; k < m->cfg.n_layers; k++) {
+            arena count = {NULL, 0};
+            layout_block(m, k, &count, &m->probe, 0);
+            if (count.used > most)
+                most = count.used;
+        }
+        m->probe_arena = m->be->alloc(most, "block probe activations");
+        if (!m->probe_arena)
+            return SP_ERR_NOMEM;
+    }
+    arena real = {m->probe_arena, 0};
+    layout_block(m, l, &real, &m->probe, 0);
+    *out = &m->probe;
+    return SP_OK;
+}

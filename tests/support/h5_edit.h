@@ -1,0 +1,23 @@
+/* tests/support/h5_edit.h: damaging valid HDF5 files through the HDF5 API, so tests make their own
+ * bad inputs (nothing binary is committed). Each call opens the file read-write, edits one thing
+ * and closes it; aborts when the edit itself fails (tests only). */
+#ifndef SP_TEST_H5_EDIT_H
+#define SP_TEST_H5_EDIT_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+/* Sets (replacing) a string / int64 / float64 attribute of the object at obj ("/" for the root). */
+void h5_edit_set_str(const char *file, const char *obj, const char *name, const char *value);
+void h5_edit_set_int(const char *file, const char *obj, const char *name, int64_t value);
+void h5_edit_delete_attr(const char *file, const char *obj, const char *name);
+/* Removes a link (a dataset or group). */
+void h5_edit_delete(const char *file, const char *path);
+/* Replaces the dataset at path by one of the given file type and shape, filled with ones. */
+void h5_edit_replace(const char *file, const char *path, hid_t type, int rank, const int64_t *dims);
+/* Overwrites the first n values of a float dataset with value (NaN, Inf, ...). */
+void h5_edit_poison(const char *file, const char *path, int n, double value);
+/* A copy of src at dst (byte for byte). */
+void h5_edit_copy(const char *src, const char *dst);
+
+#endif

@@ -1,0 +1,151 @@
+#include "scratch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char scratch_dir[4096];
+
+/* The directory is flat: remove its files, then it. */
+static void remove_scratch_dir(void)
+{
+    DIR *d = opendir(scratch_dir);
+    if (d) {
+        struct dirent *e;
+        char path[8192];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", scratch_dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(scratch_dir);
+}
+
+static const char *scratch_root(void)
+{
+    if (scratch_dir[0])
+        return scratch_dir;
+    const char *build = getenv("BUILD_DIR");
+    snprintf(scratch_dir, sizeof scratch_dir, "%s/scratch-XXXXXX", build && *build ? build : "/tmp");
+    if (!mkdtemp(scratch_dir)) {
+        perror("scratch_path: mkdtemp");
+        abort();
+    }
+    atexit(remove_scratch_dir);
+    return scratch_dir;
+}
+
+void scratch_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", scratch_root(), name);
+}
+
+int scratch_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t n = len ? fwrite(data, 1, len, f) : 0;
+    return (fclose(f) != 0 || n != len) ? -1 : 0;
+}
+
+char *scratch_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *bigger = realloc(buf, 2 * cap + 1);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (len)
+            *len = n;
+    }
+    return buf;
+}
+
+int scratch_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int scratch_shared_data(const char *rel, char *buf, size_t len)
+{
+    snprintf(buf, len, "../shared/data/%s", rel);
+    return scratch_file_exists(buf);
+}
+
+int scratch_run_cli(const char *const *args, char **out, char **err)
+{
+    const char *bin = getenv("SPANPROBE_BIN");
+    if (!bin || !*bin)
+        return -1;
+    char out_path[4200], err_path[4200];
+    scratch_path(out_path, sizeof out_path, "cli-stdout.txt");
+    scratch_path(err_path, sizeof err_path, "cli-stderr.txt");
+    int n_args = 0;
+    while (args[n_args])
+        n_args++;
+    char **argv = calloc((size_t)n_args + 2, sizeof *argv);
+    if (!argv)
+        abort();
+    argv[0] = (char *)bin;
+    for (int i = 0; i < n_args; i++)
+        argv[i + 1] = (char *)args[i];
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        abort();
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(126);
+        execv(bin, argv);
+        _exit(127);
+    }
+    free(argv);
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0)
+        abort();
+    if (out)
+        *out = scratch_read_file(out_path, NULL);
+    if (err)
+        *err = scratch_read_file(err_path, NULL);
+    unlink(out_path);
+    unlink(err_path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int scratch_count_lines(const char *s)
+{
+    int n = 0;
+    for (const char *p = s; *p; p++)
+        if (*p == '\n' || p[1] == '\0')
+            n++;
+    return n;
+}

@@ -1,0 +1,26 @@
+/* tests/support/scratch.h: files and command runs for tests: a private scratch directory (under
+ * $BUILD_DIR, else /tmp, removed at exit), whole-file reads and writes, the shared real data, and
+ * running the CLI ($SPANPROBE_BIN) with its exit code and captured output. */
+#ifndef SP_TEST_SCRATCH_H
+#define SP_TEST_SCRATCH_H
+
+#include <stddef.h>
+
+/* Writes "<scratch dir>/<name>" into buf (the directory is created on first use; aborts on failure). */
+void scratch_path(char *buf, size_t len, const char *name);
+/* 0 on success. */
+int scratch_write_file(const char *path, const void *data, size_t len);
+/* The whole file, NUL-terminated (free()); NULL when it cannot be read. */
+char *scratch_read_file(const char *path, size_t *len);
+int scratch_file_exists(const char *path);
+/* Writes "../shared/data/<rel>" (relative to the repository root, the tests' working directory) into
+ * buf and returns 1 when that file exists, else 0 (the caller skips). */
+int scratch_shared_data(const char *rel, char *buf, size_t len);
+/* Runs $SPANPROBE_BIN with args (NULL-terminated, without the program name); *out and *err (may be
+ * NULL) get its stdout and stderr (free()). Returns the exit status, 128 + signal when killed, or -1
+ * when SPANPROBE_BIN is not set (the caller skips). */
+int scratch_run_cli(const char *const *args, char **out, char **err);
+/* Number of lines in s (a last line without '\n' counts). */
+int scratch_count_lines(const char *s);
+
+#endif

@@ -1,0 +1,607 @@
+/* tests/test_cuda_ops.c: every op of the CUDA backend against the CPU backend (the reference), on the
+ * same random inputs, by the normalized error ||gpu - cpu|| / ||cpu|| (2-norms, in double).
+ * Without a visible GPU (or in a build without CUDA) every test is skipped: CI has no GPU.
+ *
+ * Tolerances:
+ * - OP_TOL 1e-5: ops whose arithmetic both backends do in double, rounding only the result to float
+ *   (norms, activations, RoPE, softmax cross-entropy, AdamW): errors land near 1e-7.
+ * - gemm_tol() 1e-5 in fp32 for cuBLAS gemm and attention (float products summed in another order:
+ *   ~1e-7 for these sizes); 5e-3 when SPANPROBE_TF32=1 lets cuBLAS round operands to TF32 (10-bit
+ *   mantissa: ~5e-4 per product).
+ * - REDUCE_TOL 1e-12: sums of exact double products, added in another order.
+ * Outputs that ops overwrite start as NaN on the GPU side, so an element left unwritten fails;
+ * gradients that ops ADD into start at the same random values on both sides. The row-summed
+ * gradients (norm dgain/dbias, embedding dtok/dpos) and the reductions are also run twice and must
+ * match bit for bit (no atomics on the GPU). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "tests/support/assert_err.h"
+#include "tests/support/op_compare.h"
+#include "tests/support/vec_util.h"
+
+#define OP_TOL 1e-5
+#define REDUCE_TOL 1e-12
+
+static const sp_backend *cpu_be, *gpu_be;
+
+static double gemm_tol(void)
+{
+    const char *tf32 = getenv("SPANPROBE_TF32");
+    return tf32 && strcmp(tf32, "1") == 0 ? 5e-3 : 1e-5;
+}
+
+/* Every test starts with this: skips (saying why once) when there is no CUDA GPU. */
+static void require_gpu(void)
+{
+    static int said;
+    cpu_be = sp_backend_cpu();
+    gpu_be = sp_backend_cuda();
+    if (!gpu_be) {
+        if (!said++)
+            print_message("skipped: no CUDA GPU\n");
+        skip();
+    }
+    sp_error_clear();
+}
+
+/* After GPU work: no CUDA call may have failed. */
+static void assert_no_error(const char *what)
+{
+    gpu_be->sync();
+    if (sp_error_code() != SP_OK)
+        fail_msg("%s: %s", what, sp_error_message());
+}
+
+/* ---- one array in both backends' memory ---- */
+typedef struct {
+    size_t n;
+    sp_real *cpu, *gpu;
+} dual;
+
+static void *gpu_copy(const void *host, size_t bytes)
+{
+    void *p = gpu_be->alloc(bytes, "test array");
+    assert_non_null(p);
+    gpu_be->upload(p, host, bytes);
+    return p;
+}
+
+static dual dual_from_host(const sp_real *host, size_t n)
+{
+    dual d = {n, cpu_be->alloc(n * sizeof(sp_real), "test array"), gpu_copy(host, n * sizeof(sp_real))};
+    assert_non_null(d.cpu);
+    cpu_be->upload(d.cpu, host, n * sizeof(sp_real));
+    return d;
+}
+
+static dual dual_random(sp_rng *rng, size_t n, double scale)
+{
+    sp_real *host = vec_zeros(n);
+    vec_fill_normal(rng, n, host, scale);
+    dual d = dual_from_host(host, n);
+    free(host);
+    return d;
+}
+
+/* An output the op must overwrite: NaN on the GPU (an unwritten element then fails), 0 on the CPU. */
+static dual dual_output(size_t n)
+{
+    sp_real *host = vec_zeros(n);
+    dual d = {n, cpu_be->alloc(n * sizeof(sp_real), "test output"), NULL};
+    for (size_t i = 0; i < n; i++)
+        host[i] = NAN;
+    d.gpu = gpu_copy(host, n * sizeof(sp_real));
+    free(host);
+    assert_non_null(d.cpu);
+    return d;
+}
+
+static void dual_free(dual *d)
+{
+    cpu_be->free(d->cpu);
+    gpu_be->free(d->gpu);
+}
+
+static sp_real *download_gpu(const dual *d)
+{
+    sp_real *host = vec_zeros(d->n);
+    gpu_be->download(host, d->gpu, d->n * sizeof(sp_real));
+    return host;
+}
+
+/* ||a - b|| / ||b|| in double (||a - b|| when b = 0); NaN/Inf in a gives NaN or Inf. */
+static double rel_l2_err(size_t n, const sp_real *a, const sp_real *b)
+{
+    double diff = 0, ref = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        diff += d * d;
+        ref += (double)b[i] * b[i];
+    }
+    return ref > 0 ? sqrt(diff / ref) : sqrt(diff);
+}
+
+static void assert_close(const dual *d, double tol, const char *what)
+{
+    assert_no_error(what);
+    sp_real *got = download_gpu(d);
+    double err = rel_l2_err(d->n, got, d->cpu);
+    free(got);
+    assert_below(err, tol, "%s: GPU vs CPU, normalized", what);
+}
+
+/* The GPU arrays of a and b hold the same bits. */
+static void assert_same_bits(const dual *a, const dual *b, const char *what)
+{
+    assert_no_error(what);
+    sp_real *ha = download_gpu(a), *hb = download_gpu(b);
+    int same = memcmp(ha, hb, a->n * sizeof(sp_real)) == 0;
+    free(ha);
+    free(hb);
+    if (!same)
+        fail_msg("%s: two runs on the same inputs gave different bits", what);
+}
+
+/* int32 ids uniform in [lo, hi), the same on both backends; cpu_ids is host memory the caller frees. */
+static void random_ids(sp_rng *rng, int n, int lo, int hi, int32_t **cpu_ids, int32_t **gpu_ids)
+{
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    assert_non_null(ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = lo + (int32_t)sp_rng_below(rng, (uint64_t)(hi - lo));
+    *cpu_ids = ids;
+    *gpu_ids = gpu_copy(ids, (size_t)n * sizeof *ids);
+}
+
+/* ---- memory ---- */
+static void test_memory(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 1);
+    enum { N = 1001 };
+    sp_real *zeros = gpu_be->alloc(N * sizeof(sp_real), "zeroed");
+    assert_non_null(zeros);
+    sp_real *host = vec_zeros(N);
+    vec_fill_normal(&rng, N, host, 1.0);
+    gpu_be->download(host, zeros, N * sizeof(sp_real));
+    assert_true(vec_max_abs(N, host) == 0); /* alloc gives zeroed memory */
+
+    dual a = dual_random(&rng, N, 1.0);
+    sp_real *copy = gpu_be->alloc(N * sizeof(sp_real), "copy");
+    assert_non_null(copy);
+    gpu_be->copy(copy, a.gpu, N * sizeof(sp_real));
+    gpu_be->download(host, copy, N * sizeof(sp_real));
+    assert_memory_equal(host, a.cpu, N * sizeof(sp_real)); /* upload, copy, download round trip */
+    gpu_be->zero(copy, N * sizeof(sp_real));
+    gpu_be->download(host, copy, N * sizeof(sp_real));
+    assert_true(vec_max_abs(N, host) == 0);
+    assert_no_error("memory ops");
+
+    /* far more than any GPU has: NULL and one out-of-memory line, and the next op still works */
+    void *huge = gpu_be->alloc((size_t)1 << 52, "a huge test buffer");
+    assert_null(huge);
+    assert_int_equal(sp_error_code(), SP_ERR_NOMEM);
+    assert_non_null(strstr(sp_error_message(), "CUDA out of memory allocating"));
+    assert_non_null(strstr(sp_error_message(), "a huge test buffer"));
+    sp_error_clear();
+    gpu_be->scale(N, 2.0f, copy);
+    assert_no_error("an op after a failed allocation");
+
+    gpu_be->free(zeros);
+    gpu_be->free(copy);
+    dual_free(&a);
+    free(host);
+}
+
+/* ---- dense linear algebra ---- */
+static void check_gemm(sp_rng *rng, int trans_a, int trans_b, int m, int n, int k, sp_real beta)
+{
+    /* padded leading dimensions, to catch an ld mix-up */
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int lda = a_cols + 3, ldb = b_cols + 2, ldc = n + 5;
+    dual a = dual_random(rng, (size_t)a_rows * lda, 1.0), b = dual_random(rng, (size_t)b_rows * ldb, 1.0);
+    sp_real *c_host = vec_zeros((size_t)m * ldc);
+    vec_fill_normal(rng, (size_t)m * ldc, c_host, 1.0);
+    if (beta == 0) /* C must be overwritten, NaN included; the padding columns stay as they are */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++)
+                c_host[(size_t)i * ldc + j] = NAN;
+    dual c = dual_from_host(c_host, (size_t)m * ldc);
+    free(c_host);
+    cpu_be->gemm(trans_a, trans_b, m, n, k, 0.75f, a.cpu, lda, b.cpu, ldb, beta, c.cpu, ldc);
+    gpu_be->gemm(trans_a, trans_b, m, n, k, 0.75f, a.gpu, lda, b.gpu, ldb, beta, c.gpu, ldc);
+    char what[96];
+    snprintf(what, sizeof what, "gemm trans_a %d trans_b %d m %d n %d k %d beta %g", trans_a, trans_b, m, n, k,
+             (double)beta);
+    assert_close(&c, gemm_tol(), what);
+    dual_free(&a);
+    dual_free(&b);
+    dual_free(&c);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 2);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm(&rng, ta, tb, 37, 29, 53, 0.0f);
+            check_gemm(&rng, ta, tb, 37, 29, 53, 0.5f);
+        }
+    check_gemm(&rng, 0, 0, 5, 7, 0, 0.5f); /* an empty product: C = beta C */
+    check_gemm(&rng, 1, 0, 300, 200, 700, 1.0f);
+}
+
+static void test_vector_updates(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 3);
+    const size_t n = 100003;
+    dual x = dual_random(&rng, n, 1.0), y = dual_random(&rng, n, 1.0), fresh = dual_output(n);
+    cpu_be->axpby(n, 0.3f, x.cpu, -1.5f, y.cpu);
+    gpu_be->axpby(n, 0.3f, x.gpu, -1.5f, y.gpu);
+    assert_close(&y, OP_TOL, "axpby");
+    cpu_be->axpby(n, 0.3f, x.cpu, 0.0f, fresh.cpu); /* b = 0 overwrites, even NaN */
+    gpu_be->axpby(n, 0.3f, x.gpu, 0.0f, fresh.gpu);
+    assert_close(&fresh, OP_TOL, "axpby with b = 0 over NaN");
+    cpu_be->scale(n, -2.5f, x.cpu);
+    gpu_be->scale(n, -2.5f, x.gpu);
+    assert_close(&x, OP_TOL, "scale");
+    dual_free(&x);
+    dual_free(&y);
+    dual_free(&fresh);
+}
+
+static void check_reduce(double got, double ref, const char *what)
+{
+    assert_no_error(what);
+    assert_below(fabs(got - ref) / fabs(ref), REDUCE_TOL, "%s: GPU %.17g vs CPU %.17g", what, got, ref);
+}
+
+static void test_reductions(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 4);
+    const size_t n = 3000017; /* more than one block per reduction slot */
+    dual x = dual_random(&rng, n, 1.0), y = dual_random(&rng, n, 1.0);
+    check_reduce(gpu_be->sumsq(n, x.gpu), cpu_be->sumsq(n, x.cpu), "sumsq");
+    check_reduce(gpu_be->dot(n, x.gpu, y.gpu), cpu_be->dot(n, x.cpu, y.cpu), "dot");
+    check_reduce(gpu_be->sumsq(1, x.gpu), cpu_be->sumsq(1, x.cpu), "sumsq of one element");
+    double first = gpu_be->dot(n, x.gpu, y.gpu), second = gpu_be->dot(n, x.gpu, y.gpu);
+    assert_memory_equal(&first, &second, sizeof first); /* deterministic */
+    assert_true(gpu_be->sumsq(0, x.gpu) == 0);
+
+    assert_int_equal(gpu_be->count_nonfinite(n, x.gpu), 0);
+    const size_t bad[] = {0, 17, 123457, n - 1};
+    const sp_real bad_values[] = {NAN, INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < SP_ARRAY_LEN(bad); i++) {
+        x.cpu[bad[i]] = bad_values[i];
+        gpu_be->upload(x.gpu + bad[i], &bad_values[i], sizeof(sp_real));
+    }
+    assert_int_equal(gpu_be->count_nonfinite(n, x.gpu), cpu_be->count_nonfinite(n, x.cpu));
+    assert_int_equal(gpu_be->count_nonfinite(n, x.gpu), SP_ARRAY_LEN(bad));
+    assert_no_error("count_nonfinite");
+    dual_free(&x);
+    dual_free(&y);
+}
+
+/* ---- normalization ---- */
+static void check_norm(sp_norm_kind kind)
+{
+    sp_rng rng;
+    sp_rng_seed(&rng, 5 + kind);
+    const int rows = 300, dim = 77; /* rows span several dgain partial chunks */
+    const int ln = kind == SP_NORM_LAYERNORM;
+    dual x = dual_random(&rng, (size_t)rows * dim, 2.0), gain = dual_random(&rng, dim, 1.0);
+    dual bias = dual_random(&rng, dim, 1.0), y = dual_output((size_t)rows * dim);
+    dual mean = dual_output(rows), rstd = dual_output(rows);
+    for (size_t i = 0; i < x.n; i++) /* an offset, so LayerNorm's centering matters */
+        x.cpu[i] += 3.0f;
+    gpu_be->upload(x.gpu, x.cpu, x.n * sizeof(sp_real));
+
+    cpu_be->norm_fwd(kind, rows, dim, 1e-5f, x.cpu, gain.cpu, ln ? bias.cpu : NULL, y.cpu, ln ? mean.cpu : NULL,
+                     rstd.cpu);
+    gpu_be->norm_fwd(kind, rows, dim, 1e-5f, x.gpu, gain.gpu, ln ? bias.gpu : NULL, y.gpu, ln ? mean.gpu : NULL,
+                     rstd.gpu);
+    assert_close(&y, OP_TOL, "norm_fwd y");
+    assert_close(&rstd, OP_TOL, "norm_fwd rstd");
+    if (ln)
+        assert_close(&mean, OP_TOL, "norm_fwd mean");
+    /* bwd and jvp from the CPU's saved statistics on both sides, so only the op under test differs */
+    gpu_be->upload(rstd.gpu, rstd.cpu, rows * sizeof(sp_real));
+    gpu_be->upload(mean.gpu, mean.cpu, rows * sizeof(sp_real));
+
+    dual dy = dual_random(&rng, x.n, 1.0), dx = dual_random(&rng, x.n, 1.0);
+    dual dgain = dual_random(&rng, dim, 1.0), dbias = dual_random(&rng, dim, 1.0);
+    dual dx_again = dual_from_host(dx.cpu, dx.n), dgain_again = dual_from_host(dgain.cpu, dim);
+    dual dbias_again = dual_from_host(dbias.cpu, dim);
+    const sp_real *m_cpu = ln ? mean.cpu : NULL, *m_gpu = ln ? mean.gpu : NULL;
+    cpu_be->norm_bwd(kind, rows, dim, x.cpu, gain.cpu, m_cpu, rstd.cpu, dy.cpu, dx.cpu, dgain.cpu,
+                     ln ? dbias.cpu : NULL);
+    gpu_be->norm_bwd(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, dy.gpu, dx.gpu, dgain.gpu,
+                     ln ? dbias.gpu : NULL);
+    assert_close(&dx, OP_TOL, "norm_bwd dx");
+    assert_close(&dgain, OP_TOL, "norm_bwd dgain");
+    if (ln)
+        assert_close(&dbias, OP_TOL, "norm_bwd dbias");
+    else
+        assert_close(&dbias, 0, "norm_bwd with a NULL dbias (RMSNorm) leaves the buffer alone");
+    gpu_be->norm_bwd(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, dy.gpu, dx_again.gpu, dgain_again.gpu,
+                     ln ? dbias_again.gpu : NULL);
+    assert_same_bits(&dx, &dx_again, "norm_bwd dx");
+    assert_same_bits(&dgain, &dgain_again, "norm_bwd dgain");
+    assert_same_bits(&dbias, &dbias_again, "norm_bwd dbias");
+
+    /* without parameter gradients only dx changes */
+    cpu_be->norm_bwd(kind, rows, dim, x.cpu, gain.cpu, m_cpu, rstd.cpu, dy.cpu, dx.cpu, NULL, NULL);
+    gpu_be->norm_bwd(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, dy.gpu, dx.gpu, NULL, NULL);
+    assert_close(&dx, OP_TOL, "norm_bwd dx without dgain/dbias");
+
+    dual tx = dual_random(&rng, x.n, 1.0), ty = dual_output(x.n);
+    cpu_be->norm_jvp(kind, rows, dim, x.cpu, gain.cpu, m_cpu, rstd.cpu, tx.cpu, ty.cpu);
+    gpu_be->norm_jvp(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, tx.gpu, ty.gpu);
+    assert_close(&ty, OP_TOL, "norm_jvp");
+
+    dual *all[] = {&x, &gain, &bias, &y, &mean, &rstd, &dy, &dx, &dgain, &dbias, &dx_again, &dgain_again, &dbias_again,
+                   &tx, &ty};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        dual_free(all[i]);
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    require_gpu();
+    check_norm(SP_NORM_LAYERNORM);
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    require_gpu();
+    check_norm(SP_NORM_RMSNORM);
+}
+
+/* ---- activations ---- */
+static void test_activations(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 7);
+    const size_t n = 100003;
+    dual x = dual_random(&rng, n, 3.0), u = dual_random(&rng, n, 1.0), t = dual_random(&rng, n, 1.0);
+    dual tu = dual_random(&rng, n, 1.0), dy = dual_random(&rng, n, 1.0);
+    dual dx = dual_random(&rng, n, 1.0), du = dual_random(&rng, n, 1.0), out = dual_output(n);
+
+    cpu_be->gelu_fwd(n, x.cpu, out.cpu);
+    gpu_be->gelu_fwd(n, x.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "gelu_fwd");
+    cpu_be->gelu_bwd(n, x.cpu, dy.cpu, dx.cpu);
+    gpu_be->gelu_bwd(n, x.gpu, dy.gpu, dx.gpu);
+    assert_close(&dx, OP_TOL, "gelu_bwd");
+    cpu_be->gelu_jvp(n, x.cpu, t.cpu, out.cpu);
+    gpu_be->gelu_jvp(n, x.gpu, t.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "gelu_jvp");
+
+    cpu_be->swiglu_fwd(n, x.cpu, u.cpu, out.cpu);
+    gpu_be->swiglu_fwd(n, x.gpu, u.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "swiglu_fwd");
+    cpu_be->swiglu_bwd(n, x.cpu, u.cpu, dy.cpu, dx.cpu, du.cpu);
+    gpu_be->swiglu_bwd(n, x.gpu, u.gpu, dy.gpu, dx.gpu, du.gpu);
+    assert_close(&dx, OP_TOL, "swiglu_bwd dg");
+    assert_close(&du, OP_TOL, "swiglu_bwd du");
+    cpu_be->swiglu_jvp(n, x.cpu, u.cpu, t.cpu, tu.cpu, out.cpu);
+    gpu_be->swiglu_jvp(n, x.gpu, u.gpu, t.gpu, tu.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "swiglu_jvp");
+
+    dual *all[] = {&x, &u, &t, &tu, &dy, &dx, &du, &out};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        dual_free(all[i]);
+}
+
+/* ---- RoPE ---- */
+static void test_rope(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 8);
+    const int seq_len = 301, rows = 2 * seq_len, n_heads = 3, head_dim = 18; /* angles up to 300 rad */
+    dual x = dual_random(&rng, (size_t)rows * n_heads * head_dim, 1.0);
+    for (int direction = 1; direction >= -1; direction -= 2) {
+        cpu_be->rope(rows, seq_len, n_heads, head_dim, 10000.0, direction, x.cpu);
+        gpu_be->rope(rows, seq_len, n_heads, head_dim, 10000.0, direction, x.gpu);
+        assert_close(&x, OP_TOL, direction > 0 ? "rope forward" : "rope backward");
+    }
+    dual_free(&x);
+}
+
+/* ---- attention ---- */
+static void test_attention(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 9);
+    const int batch = 2, seq = 37, heads = 6, kv_heads = 2, hd = 16, rows = batch * seq;
+    const size_t nq = (size_t)rows * heads * hd, nkv = (size_t)rows * kv_heads * hd;
+    const size_t n_saved = gpu_be->attn_saved_elems(batch, seq, heads);
+    assert_int_equal(n_saved, cpu_be->attn_saved_elems(batch, seq, heads));
+    const double tol = gemm_tol();
+    dual q = dual_random(&rng, nq, 1.0), k = dual_random(&rng, nkv, 1.0), v = dual_random(&rng, nkv, 1.0);
+    dual saved = dual_output(n_saved), out = dual_output(nq);
+    cpu_be->attn_fwd(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, out.cpu);
+    gpu_be->attn_fwd(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, out.gpu);
+    assert_close(&saved, tol, "attn_fwd probabilities");
+    assert_close(&out, tol, "attn_fwd out");
+    gpu_be->upload(saved.gpu, saved.cpu, n_saved * sizeof(sp_real)); /* bwd/jvp from the same P */
+
+    dual dout = dual_random(&rng, nq, 1.0), dq = dual_random(&rng, nq, 1.0);
+    dual dk = dual_random(&rng, nkv, 1.0), dv = dual_random(&rng, nkv, 1.0);
+    cpu_be->attn_bwd(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, dout.cpu, dq.cpu, dk.cpu,
+                     dv.cpu);
+    gpu_be->attn_bwd(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, dout.gpu, dq.gpu, dk.gpu,
+                     dv.gpu);
+    assert_close(&dq, tol, "attn_bwd dq");
+    assert_close(&dk, tol, "attn_bwd dk");
+    assert_close(&dv, tol, "attn_bwd dv");
+
+    dual tq = dual_random(&rng, nq, 1.0), tk = dual_random(&rng, nkv, 1.0), tv = dual_random(&rng, nkv, 1.0);
+    dual tout = dual_output(nq);
+    cpu_be->attn_jvp(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu,
+                     tout.cpu);
+    gpu_be->attn_jvp(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu,
+                     tout.gpu);
+    assert_close(&tout, tol, "attn_jvp");
+
+    dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        dual_free(all[i]);
+}
+
+/* ---- embeddings ---- */
+static void check_embed(int dim)
+{
+    sp_rng rng;
+    sp_rng_seed(&rng, 10 + (uint64_t)dim);
+    const int seq = 37, rows = 3 * seq, vocab = 19; /* few tokens: many repeats to add up */
+    int32_t *ids_cpu, *ids_gpu;
+    random_ids(&rng, rows, 0, vocab, &ids_cpu, &ids_gpu);
+    dual tok = dual_random(&rng, (size_t)vocab * dim, 1.0), pos = dual_random(&rng, (size_t)seq * dim, 1.0);
+    dual out = dual_output((size_t)rows * dim);
+    cpu_be->embed_fwd(rows, seq, dim, ids_cpu, tok.cpu, pos.cpu, out.cpu);
+    gpu_be->embed_fwd(rows, seq, dim, ids_gpu, tok.gpu, pos.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "embed_fwd with positions");
+    cpu_be->embed_fwd(rows, seq, dim, ids_cpu, tok.cpu, NULL, out.cpu);
+    gpu_be->embed_fwd(rows, seq, dim, ids_gpu, tok.gpu, NULL, out.gpu);
+    assert_close(&out, OP_TOL, "embed_fwd without positions");
+
+    dual dout = dual_random(&rng, out.n, 1.0);
+    dual dtok = dual_random(&rng, tok.n, 1.0), dpos = dual_random(&rng, pos.n, 1.0);
+    dual dtok_again = dual_from_host(dtok.cpu, tok.n), dpos_again = dual_from_host(dpos.cpu, pos.n);
+    cpu_be->embed_bwd(rows, seq, dim, ids_cpu, dout.cpu, dtok.cpu, dpos.cpu);
+    gpu_be->embed_bwd(rows, seq, dim, ids_gpu, dout.gpu, dtok.gpu, dpos.gpu);
+    assert_close(&dtok, OP_TOL, "embed_bwd dtok");
+    assert_close(&dpos, OP_TOL, "embed_bwd dpos");
+    gpu_be->embed_bwd(rows, seq, dim, ids_gpu, dout.gpu, dtok_again.gpu, dpos_again.gpu);
+    assert_same_bits(&dtok, &dtok_again, "embed_bwd dtok");
+    assert_same_bits(&dpos, &dpos_again, "embed_bwd dpos");
+
+    dual *all[] = {&tok, &pos, &out, &dout, &dtok, &dpos, &dtok_again, &dpos_again};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        dual_free(all[i]);
+    free(ids_cpu);
+    gpu_be->free(ids_gpu);
+}
+
+static void test_embed(void **state)
+{
+    (void)state;
+    require_gpu();
+    check_embed(45);   /* narrow rows: many owners per column */
+    check_embed(2100); /* wide rows: few owners per column */
+}
+
+/* ---- cross-entropy ---- */
+static void test_xent(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 11);
+    const int rows = 50, vocab = 1000;
+    int32_t *targets_cpu, *targets_gpu;
+    random_ids(&rng, rows, -1, vocab, &targets_cpu, &targets_gpu); /* some ignored (-1) */
+    targets_cpu[3] = -1;
+    gpu_be->upload(targets_gpu, targets_cpu, rows * sizeof(int32_t));
+    dual logits = dual_random(&rng, (size_t)rows * vocab, 4.0), losses = dual_output(rows);
+    dual dlogits = dual_random(&rng, logits.n, 1.0);
+    cpu_be->xent_fwd(rows, vocab, logits.cpu, targets_cpu, losses.cpu);
+    gpu_be->xent_fwd(rows, vocab, logits.gpu, targets_gpu, losses.gpu);
+    assert_close(&losses, OP_TOL, "xent_fwd");
+    cpu_be->xent_bwd(rows, vocab, logits.cpu, targets_cpu, 0.02f, dlogits.cpu);
+    gpu_be->xent_bwd(rows, vocab, logits.gpu, targets_gpu, 0.02f, dlogits.gpu);
+    assert_close(&dlogits, OP_TOL, "xent_bwd");
+    dual_free(&logits);
+    dual_free(&losses);
+    dual_free(&dlogits);
+    free(targets_cpu);
+    gpu_be->free(targets_gpu);
+}
+
+/* ---- AdamW ---- */
+static void test_adamw(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 12);
+    const size_t n = 10007;
+    dual param = dual_random(&rng, n, 1.0), m = dual_random(&rng, n, 0.1), v = dual_random(&rng, n, 0.1);
+    for (size_t i = 0; i < n; i++) /* v is a running mean of squares: keep it >= 0 */
+        v.cpu[i] = fabsf(v.cpu[i]);
+    gpu_be->upload(v.gpu, v.cpu, n * sizeof(sp_real));
+    for (long step = 1; step <= 3; step++) {
+        dual grad = dual_random(&rng, n, 1.0);
+        cpu_be->adamw(n, param.cpu, grad.cpu, m.cpu, v.cpu, 1e-3, 0.9, 0.95, 1e-8, 0.1, step);
+        gpu_be->adamw(n, param.gpu, grad.gpu, m.gpu, v.gpu, 1e-3, 0.9, 0.95, 1e-8, 0.1, step);
+        dual_free(&grad);
+    }
+    assert_close(&param, OP_TOL, "adamw param");
+    assert_close(&m, OP_TOL, "adamw m");
+    assert_close(&v, OP_TOL, "adamw v");
+    dual_free(&param);
+    dual_free(&m);
+    dual_free(&v);
+}
+
+/* ---- the forward ops against the naive double references too (tests/support/op_compare.h), so a
+ * misreading shared by both backends would still show; max-norm errors, same tolerances ---- */
+static void test_naive_references(void **state)
+{
+    (void)state;
+    require_gpu();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            assert_below(opcmp_gemm(gpu_be, ta, tb, 0.7, 20 + 2 * ta + tb), gemm_tol(), "gemm %d %d", ta, tb);
+    assert_below(opcmp_norm_fwd(gpu_be, SP_NORM_LAYERNORM, 67, 130, 24), OP_TOL, "layernorm forward");
+    assert_below(opcmp_norm_fwd(gpu_be, SP_NORM_RMSNORM, 67, 130, 25), OP_TOL, "rmsnorm forward");
+    assert_below(opcmp_gelu_fwd(gpu_be, 1001, 3.0, 26), OP_TOL, "gelu forward");
+    assert_below(opcmp_swiglu_fwd(gpu_be, 1001, 3.0, 27), OP_TOL, "swiglu forward");
+    assert_below(opcmp_rope(gpu_be, 2, 45, 3, 10, 10000.0, 28), OP_TOL, "rope");
+    assert_below(opcmp_attention_fwd(gpu_be, 2, 45, 6, 2, 8, 29), gemm_tol(), "attention forward");
+    assert_below(opcmp_embed_fwd(gpu_be, 2, 45, 33, 11, 1, 30), OP_TOL, "embedding forward");
+    assert_below(opcmp_xent_fwd(gpu_be, 17, 611, 3.0, 31), OP_TOL, "cross-entropy forward");
+    assert_no_error("naive reference comparisons");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory),     cmocka_unit_test(test_gemm),       cmocka_unit_test(test_vector_updates),
+        cmocka_unit_test(test_reductions), cmocka_unit_test(test_layernorm),  cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_activations), cmocka_unit_test(test_rope),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_embed),      cmocka_unit_test(test_xent),       cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_naive_references),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

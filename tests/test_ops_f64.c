@@ -1,0 +1,771 @@
+/* tests/test_ops_f64.c: every op of the CPU backend (float64 build) against naive references
+ * (tests/support/ref_ops.c), and every backward and JVP against central finite differences.
+ *
+ * Tolerances (normwise: max |a - b| / max |b|):
+ * - REF_TOL 1e-12: a backend op against its reference, the same math summed in another order.
+ * - FD_TOL 1e-6 with step FD_STEP 1e-6: a central difference in double has truncation error
+ *   ~h^2 |f'''| ~ 1e-12 and rounding error ~1e-16 |f| / h ~ 1e-10, so 1e-6 leaves a wide margin
+ *   while any wrong term of a derivative shows up at 1e-2 or more.
+ * - EXACT_TOL 1e-12: identities that hold up to rounding (adjoint, accumulate, inverse). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "tests/support/assert_err.h"
+#include "tests/support/fd_check.h"
+#include "tests/support/op_compare.h"
+#include "tests/support/ref_ops.h"
+#include "tests/support/vec_util.h"
+
+#define REF_TOL 1e-12
+#define FD_STEP 1e-6
+#define FD_TOL 1e-6
+#define EXACT_TOL 1e-12
+
+/* Sizes that are multiples of nothing in particular. */
+#define ROWS 7
+#define DIM 13
+#define BATCH 2
+#define SEQ 5
+#define HEADS 6
+#define KV_HEADS 2
+#define HEAD_DIM 4
+
+#ifdef __SANITIZE_ADDRESS__
+/* Let the out-of-memory test see calloc return NULL instead of AddressSanitizer aborting. */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+static const sp_backend *cpu(void) { return sp_backend_cpu(); }
+
+/* Runs every derivative check on a map at random inputs, output weights and directions. */
+static void check_derivatives(const fd_map *f, uint64_t seed, const char *name)
+{
+    sp_rng rng;
+    sp_rng_seed(&rng, seed);
+    sp_real *in[FD_MAX_IN], *dir[FD_MAX_IN];
+    for (int i = 0; i < f->n_in; i++) {
+        in[i] = vec_random(&rng, f->in_len[i], 1);
+        dir[i] = vec_random(&rng, f->in_len[i], 1);
+    }
+    sp_real *dy = vec_random(&rng, f->out_len, 1);
+
+    assert_below(fd_vjp_elementwise_err(f, in, dy, FD_STEP), FD_TOL, "%s: vjp vs per-element differences", name);
+    assert_below(fd_vjp_directional_err(f, in, dy, dir, FD_STEP), FD_TOL, "%s: vjp vs directional difference",
+                 name);
+    assert_below(fd_vjp_accumulate_err(f, in, dy), EXACT_TOL, "%s: vjp called twice must add twice", name);
+    if (f->jvp) {
+        assert_below(fd_jvp_err(f, in, dir, FD_STEP), FD_TOL, "%s: jvp vs differences", name);
+        assert_below(fd_adjoint_err(f, in, dy, dir), EXACT_TOL, "%s: <u, J v> vs <J^T u, v>", name);
+    }
+    for (int i = 0; i < f->n_in; i++) {
+        free(in[i]);
+        free(dir[i]);
+    }
+    free(dy);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static void test_memory_ops(void **state)
+{
+    (void)state;
+    const sp_backend *be = cpu();
+    assert_string_equal(be->name, "cpu");
+    size_t n = 37;
+    sp_real *a = be->alloc(n * sizeof *a, "test buffer a"), *b = be->alloc(n * sizeof *b, "test buffer b");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(vec_max_abs(n, a) == 0); /* zeroed */
+    sp_real host[37], back[37];
+    for (size_t i = 0; i < n; i++)
+        host[i] = (sp_real)(i + 0.5);
+    be->upload(a, host, sizeof host);
+    be->copy(b, a, sizeof host);
+    be->download(back, b, sizeof back);
+    be->sync();
+    assert_memory_equal(back, host, sizeof host);
+    be->zero(b + 3, 4 * sizeof *b);
+    assert_true(b[2] == host[2] && b[3] == 0 && b[6] == 0 && b[7] == host[7]);
+    be->free(a);
+    be->free(b);
+
+    void *empty = be->alloc(0, "empty buffer");
+    assert_non_null(empty);
+    be->free(empty);
+
+    sp_error_clear();
+    assert_null(be->alloc(SIZE_MAX / 2, "an impossible buffer"));
+    assert_int_equal(sp_error_code(), SP_ERR_NOMEM);
+    assert_non_null(strstr(sp_error_message(), "bytes for an impossible buffer"));
+    sp_error_clear();
+}
+
+/* ---------------------------------------------------------------- dense */
+
+static void test_gemm_transposes(void **state)
+{
+    (void)state;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            assert_below(opcmp_gemm(cpu(), ta, tb, 0.7, 11 + 2 * ta + tb), REF_TOL, "gemm trans_a=%d trans_b=%d",
+                         ta, tb);
+}
+
+static void test_gemm_beta_zero_overwrites_nan(void **state)
+{
+    (void)state;
+    enum { M = 4, N = 6, K = 3 };
+    sp_rng rng;
+    sp_rng_seed(&rng, 12);
+    sp_real *a = vec_random(&rng, M * K, 1), *b = vec_random(&rng, K * N, 1), c[M * N], c_ref[M * N];
+    for (int i = 0; i < M * N; i++)
+        c[i] = (sp_real)NAN;
+    cpu()->gemm(0, 0, M, N, K, 2.0, a, K, b, N, 0.0, c, N);
+    ref_gemm(0, 0, M, N, K, 2.0, a, K, b, N, 0.0, c_ref, N);
+    assert_int_equal(cpu()->count_nonfinite(M * N, c), 0);
+    assert_below(vec_rel_err(M * N, c, c_ref), REF_TOL, "gemm beta=0 over NaN");
+    /* k = 0: an empty product leaves beta * C */
+    for (int i = 0; i < M * N; i++)
+        c_ref[i] = (sp_real)(0.5 * c[i]);
+    cpu()->gemm(0, 0, M, N, 0, 2.0, a, 1, b, N, 0.5, c, N);
+    assert_below(vec_rel_err(M * N, c, c_ref), REF_TOL, "gemm k=0");
+    free(a);
+    free(b);
+}
+
+static void test_axpby_and_scale(void **state)
+{
+    (void)state;
+    enum { N = 29 };
+    sp_rng rng;
+    sp_rng_seed(&rng, 13);
+    sp_real *x = vec_random(&rng, N, 1), *y = vec_random(&rng, N, 1), expect[N];
+    for (int i = 0; i < N; i++)
+        expect[i] = (sp_real)(0.3 * x[i] - 1.7 * y[i]);
+    cpu()->axpby(N, 0.3, x, -1.7, y);
+    assert_below(vec_rel_err(N, y, expect), REF_TOL, "axpby");
+    for (int i = 0; i < N; i++) {
+        y[i] = (sp_real)INFINITY;
+        expect[i] = (sp_real)(-2.5 * x[i]);
+    }
+    cpu()->axpby(N, -2.5, x, 0.0, y); /* b = 0 overwrites even Inf */
+    assert_below(vec_rel_err(N, y, expect), REF_TOL, "axpby with b=0 over Inf");
+    for (int i = 0; i < N; i++)
+        expect[i] = (sp_real)(x[i] * 0.25);
+    cpu()->scale(N, 0.25, x);
+    assert_below(vec_rel_err(N, x, expect), REF_TOL, "scale");
+    free(x);
+    free(y);
+}
+
+static void test_reductions(void **state)
+{
+    (void)state;
+    size_t sizes[] = {0, 1, 63, 65, 1001, 50003}; /* below, around and above the block count */
+    sp_rng rng;
+    sp_rng_seed(&rng, 14);
+    for (size_t s = 0; s < SP_ARRAY_LEN(sizes); s++) {
+        size_t n = sizes[s];
+        sp_real *x = vec_random(&rng, n, 1), *y = vec_random(&rng, n, 1);
+        double sq = 0, xy = 0, xy_abs = 0;
+        for (size_t i = 0; i < n; i++) {
+            sq += x[i] * x[i];
+            xy += x[i] * y[i];
+            xy_abs += fabs(x[i] * y[i]);
+        }
+        assert_below(fabs(cpu()->sumsq(n, x) - sq), REF_TOL * sq, "sumsq n=%zu", n);
+        assert_below(fabs(cpu()->dot(n, x, y) - xy), REF_TOL * xy_abs, "dot n=%zu", n);
+        assert_int_equal(cpu()->count_nonfinite(n, x), 0);
+        if (n > 2) {
+            x[0] = (sp_real)NAN;
+            x[n / 2] = (sp_real)INFINITY;
+            x[n - 1] = (sp_real)-INFINITY;
+            assert_int_equal(cpu()->count_nonfinite(n, x), 3);
+        }
+        free(x);
+        free(y);
+    }
+}
+
+/* ---------------------------------------------------------------- norms */
+
+typedef struct {
+    sp_norm_kind kind;
+    int rows, dim;
+    double eps;
+    sp_real *y, *mean, *rstd; /* forward scratch for the saved statistics */
+} norm_ctx;
+
+static sp_real *norm_bias(const norm_ctx *c, sp_real *const *in)
+{
+    return c->kind == SP_NORM_LAYERNORM ? in[2] : NULL;
+}
+
+static void norm_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    norm_ctx *c = ctx;
+    cpu()->norm_fwd(c->kind, c->rows, c->dim, (sp_real)c->eps, in[0], in[1], norm_bias(c, in), out, c->mean,
+                    c->rstd);
+}
+
+static void norm_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    norm_ctx *c = ctx;
+    norm_apply(c, in, c->y);
+    cpu()->norm_bwd(c->kind, c->rows, c->dim, in[0], in[1], c->mean, c->rstd, dy, grad[0], grad[1],
+                    c->kind == SP_NORM_LAYERNORM ? grad[2] : NULL);
+}
+
+static void norm_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    norm_ctx *c = ctx;
+    norm_apply(c, in, c->y);
+    cpu()->norm_jvp(c->kind, c->rows, c->dim, in[0], in[1], c->mean, c->rstd, tangent[0], ty);
+}
+
+static norm_ctx norm_ctx_make(sp_norm_kind kind)
+{
+    norm_ctx c = {kind, ROWS, DIM, 1e-5, vec_zeros(ROWS * DIM), vec_zeros(ROWS), vec_zeros(ROWS)};
+    return c;
+}
+
+static void norm_ctx_free(norm_ctx *c)
+{
+    free(c->y);
+    free(c->mean);
+    free(c->rstd);
+}
+
+static void test_layernorm_forward(void **state)
+{
+    (void)state;
+    assert_below(opcmp_norm_fwd(cpu(), SP_NORM_LAYERNORM, ROWS, DIM, 21), REF_TOL, "layernorm forward");
+}
+
+static void test_rmsnorm_forward(void **state)
+{
+    (void)state;
+    assert_below(opcmp_norm_fwd(cpu(), SP_NORM_RMSNORM, ROWS, DIM, 22), REF_TOL, "rmsnorm forward");
+}
+
+static void check_norm_derivatives(sp_norm_kind kind, const char *name)
+{
+    norm_ctx c = norm_ctx_make(kind);
+    fd_map f = {.n_in = kind == SP_NORM_LAYERNORM ? 3 : 2,
+                .n_jvp_in = 1,
+                .in_len = {ROWS * DIM, DIM, DIM},
+                .out_len = ROWS * DIM,
+                .ctx = &c,
+                .apply = norm_apply,
+                .vjp = norm_vjp,
+                .jvp = norm_jvp};
+    check_derivatives(&f, 31 + kind, name);
+    norm_ctx_free(&c);
+}
+
+static void test_layernorm_derivatives(void **state)
+{
+    (void)state;
+    check_norm_derivatives(SP_NORM_LAYERNORM, "layernorm");
+}
+
+static void test_rmsnorm_derivatives(void **state)
+{
+    (void)state;
+    check_norm_derivatives(SP_NORM_RMSNORM, "rmsnorm");
+}
+
+/* dgain and dbias may be NULL: dx must be the same as with them. */
+static void test_norm_bwd_without_param_grads(void **state)
+{
+    (void)state;
+    norm_ctx c = norm_ctx_make(SP_NORM_LAYERNORM);
+    sp_rng rng;
+    sp_rng_seed(&rng, 33);
+    sp_real *x = vec_random(&rng, ROWS * DIM, 1), *gain = vec_random(&rng, DIM, 1), *bias = vec_random(&rng, DIM, 1);
+    sp_real *dy = vec_random(&rng, ROWS * DIM, 1), *in[] = {x, gain, bias};
+    sp_real dx_full[ROWS * DIM] = {0}, dx_only[ROWS * DIM] = {0}, dgain[DIM] = {0}, dbias[DIM] = {0};
+    norm_apply(&c, in, c.y);
+    cpu()->norm_bwd(c.kind, ROWS, DIM, x, gain, c.mean, c.rstd, dy, dx_full, dgain, dbias);
+    cpu()->norm_bwd(c.kind, ROWS, DIM, x, gain, c.mean, c.rstd, dy, dx_only, NULL, NULL);
+    assert_memory_equal(dx_full, dx_only, sizeof dx_full);
+    assert_true(vec_max_abs(DIM, dgain) > 0 && vec_max_abs(DIM, dbias) > 0);
+    free(x);
+    free(gain);
+    free(bias);
+    free(dy);
+    norm_ctx_free(&c);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+static void gelu_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    cpu()->gelu_fwd(*(size_t *)ctx, in[0], out);
+}
+
+static void gelu_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    cpu()->gelu_bwd(*(size_t *)ctx, in[0], dy, grad[0]);
+}
+
+static void gelu_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    cpu()->gelu_jvp(*(size_t *)ctx, in[0], tangent[0], ty);
+}
+
+static void test_gelu(void **state)
+{
+    (void)state;
+    size_t n = ROWS * DIM;
+    assert_below(opcmp_gelu_fwd(cpu(), n, 3.0, 41), REF_TOL, "gelu forward"); /* into the flat tails too */
+    fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {n}, .out_len = n, .ctx = &n, .apply = gelu_apply,
+                .vjp = gelu_vjp, .jvp = gelu_jvp};
+    check_derivatives(&f, 42, "gelu");
+}
+
+static void swiglu_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    cpu()->swiglu_fwd(*(size_t *)ctx, in[0], in[1], out);
+}
+
+static void swiglu_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    cpu()->swiglu_bwd(*(size_t *)ctx, in[0], in[1], dy, grad[0], grad[1]);
+}
+
+static void swiglu_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    cpu()->swiglu_jvp(*(size_t *)ctx, in[0], in[1], tangent[0], tangent[1], ty);
+}
+
+static void test_swiglu(void **state)
+{
+    (void)state;
+    size_t n = ROWS * DIM;
+    assert_below(opcmp_swiglu_fwd(cpu(), n, 4.0, 43), REF_TOL, "swiglu forward");
+    /* exp(-g) overflows to inf at g = -800: silu(-800) must still be 0, silu(800) = 800 */
+    sp_real g[2] = {-800, 800}, u[2] = {1.5, -0.5}, h[2];
+    cpu()->swiglu_fwd(2, g, u, h);
+    assert_true(h[0] == 0 && h[1] == (sp_real)(800 * -0.5));
+    fd_map f = {.n_in = 2, .n_jvp_in = 2, .in_len = {n, n}, .out_len = n, .ctx = &n, .apply = swiglu_apply,
+                .vjp = swiglu_vjp, .jvp = swiglu_jvp};
+    check_derivatives(&f, 44, "swiglu");
+}
+
+/* ---------------------------------------------------------------- rope */
+
+typedef struct {
+    int rows, seq_len, n_heads, head_dim;
+    double theta;
+} rope_ctx;
+
+static size_t rope_len(const rope_ctx *c) { return (size_t)c->rows * c->n_heads * c->head_dim; }
+
+static void rope_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    rope_ctx *c = ctx;
+    memcpy(out, in[0], rope_len(c) * sizeof *out);
+    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->theta, 1, out);
+}
+
+/* The transpose is the rotation back; the op is in place, so add its result into grad. */
+static void rope_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    (void)in;
+    rope_ctx *c = ctx;
+    sp_real *back = vec_dup(rope_len(c), dy);
+    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->theta, -1, back);
+    for (size_t i = 0; i < rope_len(c); i++)
+        grad[0][i] += back[i];
+    free(back);
+}
+
+static void rope_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    (void)in;
+    sp_real *t[] = {tangent[0]};
+    rope_apply(ctx, t, ty);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    rope_ctx c = {BATCH * SEQ, SEQ, 3, 6, 50.0};
+    size_t n = rope_len(&c);
+    sp_rng rng;
+    sp_rng_seed(&rng, 52);
+    assert_below(opcmp_rope(cpu(), BATCH, SEQ, c.n_heads, c.head_dim, c.theta, 51), REF_TOL, "rope forward");
+    sp_real *x = vec_random(&rng, n, 1), *y = vec_dup(n, x);
+    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, c.theta, 1, y);
+    /* position 0 of every sequence is not rotated */
+    assert_memory_equal(y, x, (size_t)c.n_heads * c.head_dim * sizeof *x);
+    assert_below(fabs(vec_dot(n, y, y) - vec_dot(n, x, x)), EXACT_TOL * vec_dot(n, x, x), "rope keeps the norm");
+    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, c.theta, -1, y);
+    assert_below(vec_rel_err(n, y, x), EXACT_TOL, "rope direction -1 inverts +1");
+    fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {n}, .out_len = n, .ctx = &c, .apply = rope_apply,
+                .vjp = rope_vjp, .jvp = rope_jvp};
+    check_derivatives(&f, 53, "rope");
+    free(x);
+    free(y);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+    int batch, seq_len, n_heads, n_kv_heads, head_dim;
+    sp_real *saved, *out;
+} attn_ctx;
+
+static attn_ctx attn_ctx_make(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim)
+{
+    attn_ctx c = {batch, seq_len, n_heads, n_kv_heads, head_dim, NULL, NULL};
+    c.saved = vec_zeros(cpu()->attn_saved_elems(batch, seq_len, n_heads));
+    c.out = vec_zeros((size_t)batch * seq_len * n_heads * head_dim);
+    return c;
+}
+
+static void attn_ctx_free(attn_ctx *c)
+{
+    free(c->saved);
+    free(c->out);
+}
+
+static size_t attn_q_len(const attn_ctx *c) { return (size_t)c->batch * c->seq_len * c->n_heads * c->head_dim; }
+static size_t attn_kv_len(const attn_ctx *c) { return (size_t)c->batch * c->seq_len * c->n_kv_heads * c->head_dim; }
+
+static void attn_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    attn_ctx *c = ctx;
+    cpu()->attn_fwd(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
+                    out);
+}
+
+static void attn_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    attn_ctx *c = ctx;
+    attn_apply(c, in, c->out);
+    cpu()->attn_bwd(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
+                    dy, grad[0], grad[1], grad[2]);
+}
+
+static void attn_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    attn_ctx *c = ctx;
+    attn_apply(c, in, c->out);
+    cpu()->attn_jvp(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
+                    tangent[0], tangent[1], tangent[2], ty);
+}
+
+static void test_attention_forward(void **state)
+{
+    (void)state;
+    int kv_heads[] = {KV_HEADS, HEADS, 1}; /* grouped query, multi-head, multi-query */
+    for (int i = 0; i < 3; i++)
+        assert_below(opcmp_attention_fwd(cpu(), BATCH, SEQ, HEADS, kv_heads[i], HEAD_DIM, 61 + i), REF_TOL,
+                     "attention forward, %d kv heads", kv_heads[i]);
+    assert_int_equal(cpu()->attn_saved_elems(BATCH, SEQ, HEADS), (size_t)BATCH * HEADS * SEQ * SEQ);
+}
+
+static void test_attention_derivatives(void **state)
+{
+    (void)state;
+    attn_ctx c = attn_ctx_make(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM);
+    fd_map f = {.n_in = 3,
+                .n_jvp_in = 3,
+                .in_len = {attn_q_len(&c), attn_kv_len(&c), attn_kv_len(&c)},
+                .out_len = attn_q_len(&c),
+                .ctx = &c,
+                .apply = attn_apply,
+                .vjp = attn_vjp,
+                .jvp = attn_jvp};
+    check_derivatives(&f, 64, "attention");
+    attn_ctx_free(&c);
+}
+
+/* ---------------------------------------------------------------- embedding */
+
+enum { VOCAB = 11 };
+
+typedef struct {
+    int rows, seq_len, dim, with_pos;
+    int32_t ids[BATCH * SEQ];
+} embed_ctx;
+
+static void embed_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    embed_ctx *c = ctx;
+    cpu()->embed_fwd(c->rows, c->seq_len, c->dim, c->ids, in[0], c->with_pos ? in[1] : NULL, out);
+}
+
+static void embed_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    (void)in;
+    embed_ctx *c = ctx;
+    cpu()->embed_bwd(c->rows, c->seq_len, c->dim, c->ids, dy, grad[0], c->with_pos ? grad[1] : NULL);
+}
+
+/* The embedding is linear in (tok, pos): its JVP is itself applied to the tangents. */
+static void embed_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    (void)in;
+    embed_apply(ctx, tangent, ty);
+}
+
+static void check_embedding(int with_pos)
+{
+    embed_ctx c = {BATCH * SEQ, SEQ, DIM, with_pos, {0}};
+    sp_rng rng;
+    sp_rng_seed(&rng, 71 + with_pos);
+    for (int r = 0; r < c.rows; r++) /* few ids, so some repeat */
+        c.ids[r] = (int32_t)sp_rng_below(&rng, 4) * 3;
+    size_t n_out = (size_t)c.rows * DIM;
+    assert_below(opcmp_embed_fwd(cpu(), BATCH, SEQ, DIM, VOCAB, with_pos, 75 + with_pos), REF_TOL,
+                 "embedding forward, pos=%d", with_pos);
+    fd_map f = {.n_in = with_pos ? 2 : 1,
+                .n_jvp_in = with_pos ? 2 : 1,
+                .in_len = {VOCAB * DIM, SEQ * DIM},
+                .out_len = n_out,
+                .ctx = &c,
+                .apply = embed_apply,
+                .vjp = embed_vjp,
+                .jvp = embed_jvp};
+    check_derivatives(&f, 73 + with_pos, "embedding");
+}
+
+static void test_embedding(void **state)
+{
+    (void)state;
+    check_embedding(1);
+    check_embedding(0);
+}
+
+/* ---------------------------------------------------------------- cross-entropy */
+
+typedef struct {
+    int rows, vocab;
+    int32_t targets[ROWS];
+} xent_ctx;
+
+static void xent_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    xent_ctx *c = ctx;
+    cpu()->xent_fwd(c->rows, c->vocab, in[0], c->targets, out);
+}
+
+/* One row at a time, so each row's loss can carry its own weight dy[r] as the scale. */
+static void xent_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    xent_ctx *c = ctx;
+    for (int r = 0; r < c->rows; r++) {
+        size_t at = (size_t)r * c->vocab;
+        cpu()->xent_bwd(1, c->vocab, in[0] + at, c->targets + r, dy[r], grad[0] + at);
+    }
+}
+
+static xent_ctx xent_ctx_make(void)
+{
+    xent_ctx c = {ROWS, VOCAB, {3, -1, 0, 10, -7, 5, 5}};
+    return c;
+}
+
+static void test_xent_forward(void **state)
+{
+    (void)state;
+    assert_below(opcmp_xent_fwd(cpu(), ROWS, VOCAB, 1.0, 81), REF_TOL, "cross-entropy forward");
+    /* logits far beyond exp's range stay finite through the max shift */
+    assert_below(opcmp_xent_fwd(cpu(), ROWS, VOCAB, 1000.0, 82), REF_TOL, "cross-entropy forward, logits x1000");
+    xent_ctx c = xent_ctx_make();
+    sp_real logits[ROWS * VOCAB] = {0}, losses[ROWS];
+    cpu()->xent_fwd(c.rows, c.vocab, logits, c.targets, losses);
+    for (int r = 0; r < c.rows; r++) /* uniform logits: log(vocab), or exactly 0 where ignored */
+        assert_below(fabs(losses[r] - (c.targets[r] < 0 ? 0 : log(VOCAB))), EXACT_TOL, "uniform row %d", r);
+}
+
+static void test_xent_backward(void **state)
+{
+    (void)state;
+    xent_ctx c = xent_ctx_make();
+    fd_map f = {.n_in = 1, .in_len = {(size_t)c.rows * c.vocab}, .out_len = ROWS, .ctx = &c,
+                .apply = xent_apply, .vjp = xent_vjp};
+    check_derivatives(&f, 83, "cross-entropy");
+
+    /* the whole batch in one call equals the rows one by one, and ignored rows get nothing */
+    size_t n = (size_t)c.rows * c.vocab;
+    sp_rng rng;
+    sp_rng_seed(&rng, 84);
+    sp_real *logits = vec_random(&rng, n, 1), *whole = vec_random(&rng, n, 1), *by_row = vec_dup(n, whole);
+    sp_real *before = vec_dup(n, whole), scale[ROWS];
+    for (int r = 0; r < ROWS; r++)
+        scale[r] = (sp_real)0.37;
+    sp_real *in[] = {logits};
+    cpu()->xent_bwd(c.rows, c.vocab, logits, c.targets, (sp_real)0.37, whole);
+    xent_vjp(&c, in, scale, &by_row);
+    assert_memory_equal(whole, by_row, n * sizeof *whole);
+    for (int r = 0; r < ROWS; r++) {
+        size_t at = (size_t)r * c.vocab;
+        if (c.targets[r] < 0) {
+            assert_memory_equal(whole + at, before + at, c.vocab * sizeof *whole);
+            continue;
+        }
+        double added = 0; /* softmax - onehot sums to zero over the row */
+        for (int j = 0; j < c.vocab; j++)
+            added += (double)whole[at + j] - before[at + j];
+        assert_below(fabs(added), EXACT_TOL * 10, "cross-entropy gradient row %d sums to 0", r);
+    }
+    free(logits);
+    free(whole);
+    free(by_row);
+    free(before);
+}
+
+/* ---------------------------------------------------------------- AdamW */
+
+/* Worked by hand with eps = 0 and a constant gradient, where mhat / sqrt(vhat) = sign(g) exactly:
+ *   p = 1, g = 0.5, lr = 0.1, b1 = 0.9, b2 = 0.999, wd = 0.01
+ *   step 1: m = 0.05, v = 0.00025, mhat = 0.5, vhat = 0.25, p = 1 - 0.1 (1 + 0.01) = 0.899
+ *   step 2: m = 0.095, v = 0.00049975, mhat = 0.095/0.19 = 0.5, vhat = 0.00049975/0.001999 = 0.25,
+ *           p = 0.899 - 0.1 (1 + 0.00899) = 0.798101
+ *   p = -2, g = -0.25: step 1: m = -0.025, v = 0.0000625, p = -2 - 0.1 (-1 - 0.02) = -1.898
+ *           step 2: m = -0.0475, v = 0.0001249375, p = -1.898 - 0.1 (-1 - 0.01898) = -1.796102 */
+static void test_adamw_hand_computed(void **state)
+{
+    (void)state;
+    sp_real p[2] = {1, -2}, g[2] = {0.5, -0.25}, m[2] = {0, 0}, v[2] = {0, 0};
+    cpu()->adamw(2, p, g, m, v, 0.1, 0.9, 0.999, 0.0, 0.01, 1);
+    sp_real p1[2] = {0.899, -1.898}, m1[2] = {0.05, -0.025}, v1[2] = {0.00025, 0.0000625};
+    assert_below(vec_rel_err(2, p, p1), EXACT_TOL, "adamw step 1 params");
+    assert_below(vec_rel_err(2, m, m1), EXACT_TOL, "adamw step 1 first moment");
+    assert_below(vec_rel_err(2, v, v1), EXACT_TOL, "adamw step 1 second moment");
+    cpu()->adamw(2, p, g, m, v, 0.1, 0.9, 0.999, 0.0, 0.01, 2);
+    sp_real p2[2] = {0.798101, -1.796102}, m2[2] = {0.095, -0.0475}, v2[2] = {0.00049975, 0.0001249375};
+    assert_below(vec_rel_err(2, p, p2), EXACT_TOL, "adamw step 2 params");
+    assert_below(vec_rel_err(2, m, m2), EXACT_TOL, "adamw step 2 first moment");
+    assert_below(vec_rel_err(2, v, v2), EXACT_TOL, "adamw step 2 second moment");
+}
+
+/* Two steps with different random gradients and eps > 0, against the update rule evaluated
+ * element by element here. */
+static void test_adamw_two_steps(void **state)
+{
+    (void)state;
+    enum { N = 23 };
+    const double lr = 3e-3, b1 = 0.8, b2 = 0.95, eps = 1e-3, wd = 0.1;
+    sp_rng rng;
+    sp_rng_seed(&rng, 91);
+    sp_real *p = vec_random(&rng, N, 1), m[N] = {0}, v[N] = {0};
+    double p_ref[N], m_ref[N] = {0}, v_ref[N] = {0};
+    for (int i = 0; i < N; i++)
+        p_ref[i] = p[i];
+    for (long step = 1; step <= 2; step++) {
+        sp_real *g = vec_random(&rng, N, 1);
+        cpu()->adamw(N, p, g, m, v, lr, b1, b2, eps, wd, step);
+        for (int i = 0; i < N; i++) {
+            m_ref[i] = b1 * m_ref[i] + (1 - b1) * g[i];
+            v_ref[i] = b2 * v_ref[i] + (1 - b2) * g[i] * g[i];
+            double mhat = m_ref[i] / (1 - pow(b1, step)), vhat = v_ref[i] / (1 - pow(b2, step));
+            p_ref[i] -= lr * (mhat / (sqrt(vhat) + eps) + wd * p_ref[i]);
+        }
+        free(g);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_below(fabs(p[i] - p_ref[i]), REF_TOL, "adamw param %d after two steps", i);
+        assert_below(fabs(m[i] - m_ref[i]), REF_TOL, "adamw m %d after two steps", i);
+        assert_below(fabs(v[i] - v_ref[i]), REF_TOL, "adamw v %d after two steps", i);
+    }
+    free(p);
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+/* Ops big enough to run threaded give the same bits with 1 and 3 threads. */
+static void test_thread_count_independence(void **state)
+{
+    (void)state;
+    attn_ctx c = attn_ctx_make(3, 16, 4, 2, 16);
+    enum { NROWS = 64, NDIM = 301 };
+    size_t nq = attn_q_len(&c), nkv = attn_kv_len(&c), nx = (size_t)NROWS * NDIM;
+    sp_rng rng;
+    sp_rng_seed(&rng, 101);
+    sp_real *q = vec_random(&rng, nq, 1), *k = vec_random(&rng, nkv, 1), *v = vec_random(&rng, nkv, 1);
+    sp_real *dout = vec_random(&rng, nq, 1), *x = vec_random(&rng, nx, 1), *gain = vec_random(&rng, NDIM, 1);
+    sp_real *dy = vec_random(&rng, nx, 1), *in[] = {q, k, v};
+    int32_t ids[NROWS];
+    for (int r = 0; r < NROWS; r++)
+        ids[r] = (int32_t)sp_rng_below(&rng, 5);
+    /* outputs per thread count: attention out, dq, dk, dv, norm dx, dgain, embed dtok, sumsq */
+    sp_real *res[2][7];
+    double sums[2];
+    int threads[2] = {1, 3}, saved_threads = omp_get_max_threads();
+    sp_real rstd[NROWS];
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(threads[t]);
+        res[t][0] = vec_zeros(nq);
+        res[t][1] = vec_zeros(nq);
+        res[t][2] = vec_zeros(nkv);
+        res[t][3] = vec_zeros(nkv);
+        res[t][4] = vec_zeros(nx);
+        res[t][5] = vec_zeros(NDIM);
+        res[t][6] = vec_zeros(5 * NDIM);
+        attn_apply(&c, in, res[t][0]);
+        cpu()->attn_bwd(c.batch, c.seq_len, c.n_heads, c.n_kv_heads, c.head_dim, q, k, v, c.saved, dout, res[t][1],
+                        res[t][2], res[t][3]);
+        cpu()->norm_fwd(SP_NORM_RMSNORM, NROWS, NDIM, 1e-5, x, gain, NULL, res[t][4], NULL, rstd);
+        cpu()->norm_bwd(SP_NORM_RMSNORM, NROWS, NDIM, x, gain, NULL, rstd, dy, res[t][4], res[t][5], NULL);
+        cpu()->embed_bwd(NROWS, 16, NDIM, ids, dy, res[t][6], NULL);
+        sums[t] = cpu()->sumsq(nx, x);
+    }
+    omp_set_num_threads(saved_threads);
+    size_t lens[7] = {nq, nq, nkv, nkv, nx, NDIM, 5 * NDIM};
+    for (int i = 0; i < 7; i++) {
+        assert_memory_equal(res[0][i], res[1][i], lens[i] * sizeof(sp_real));
+        free(res[0][i]);
+        free(res[1][i]);
+    }
+    assert_memory_equal(&sums[0], &sums[1], sizeof sums[0]);
+    free(q);
+    free(k);
+    free(v);
+    free(dout);
+    free(x);
+    free(gain);
+    free(dy);
+    attn_ctx_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_ops),
+        cmocka_unit_test(test_gemm_transposes),
+        cmocka_unit_test(test_gemm_beta_zero_overwrites_nan),
+        cmocka_unit_test(test_axpby_and_scale),
+        cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_layernorm_forward),
+        cmocka_unit_test(test_rmsnorm_forward),
+        cmocka_unit_test(test_layernorm_derivatives),
+        cmocka_unit_test(test_rmsnorm_derivatives),
+        cmocka_unit_test(test_norm_bwd_without_param_grads),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention_forward),
+        cmocka_unit_test(test_attention_derivatives),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_xent_forward),
+        cmocka_unit_test(test_xent_backward),
+        cmocka_unit_test(test_adamw_hand_computed),
+        cmocka_unit_test(test_adamw_two_steps),
+        cmocka_unit_test(test_thread_count_independence),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
