@@ -45,20 +45,22 @@ static sp_status read_text(const char *path, char **out)
     return SP_OK;
 }
 
-sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *obj)
+sp_status sp_fields_apply_json(const char *text, const char *where, int n_tables, const sp_field_table *const *tables,
+                               void *const *objs)
 {
-    char *text = NULL;
-    SP_TRY(read_text(path, &text));
     cJSON *root = cJSON_Parse(text);
     sp_status st = SP_OK;
     if (!root || !cJSON_IsObject(root))
-        st = sp_error(SP_ERR_INPUT, "%s: not a JSON object%s", path, root ? "" : " (parse error)");
-    char where[512], value[SP_FIELD_STRING_MAX];
+        st = sp_error(SP_ERR_INPUT, "%s: not a JSON object%s", where, root ? "" : " (parse error)");
+    char item_where[512], value[SP_FIELD_STRING_MAX];
     for (cJSON *item = root ? root->child : NULL; item && st == SP_OK; item = item->next) {
-        snprintf(where, sizeof where, "%s: %s", path, item->string);
-        const sp_field *f = sp_fields_find(t, item->string);
+        snprintf(item_where, sizeof item_where, "%s: %s", where, item->string);
+        const sp_field *f = NULL;
+        int t = 0;
+        for (; t < n_tables && !f; t++)
+            f = sp_fields_find(tables[t], item->string);
         if (!f) {
-            st = sp_error(SP_ERR_INPUT, "%s: unknown field", where);
+            st = sp_error(SP_ERR_INPUT, "%s: unknown field", item_where);
             break;
         }
         if (cJSON_IsBool(item))
@@ -70,15 +72,29 @@ sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *o
         else if (cJSON_IsString(item))
             snprintf(value, sizeof value, "%s", item->valuestring);
         else {
-            st = sp_error(SP_ERR_INPUT, "%s: expected a number, boolean or string", where);
+            st = sp_error(SP_ERR_INPUT, "%s: expected a number, boolean or string", item_where);
             break;
         }
-        if (sp_fields_set(t, obj, item->string, value, where) != SP_OK)
+        if (sp_fields_set(tables[t - 1], objs[t - 1], item->string, value, item_where) != SP_OK)
             st = SP_ERR_INPUT; /* a bad value in a file is bad input, not bad usage */
     }
     cJSON_Delete(root);
+    return st;
+}
+
+sp_status sp_fields_load_json_tables(const char *path, int n_tables, const sp_field_table *const *tables,
+                                     void *const *objs)
+{
+    char *text = NULL;
+    SP_TRY(read_text(path, &text));
+    sp_status st = sp_fields_apply_json(text, path, n_tables, tables, objs);
     free(text);
     return st;
+}
+
+sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *obj)
+{
+    return sp_fields_load_json_tables(path, 1, &t, &obj);
 }
 
 sp_status sp_config_load_json(const char *path, sp_config *cfg) { return sp_fields_load_json(path, &sp_config_table, cfg); }

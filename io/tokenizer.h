@@ -15,6 +15,9 @@
 
 typedef enum { SP_TOK_BYTES, SP_TOK_VOCAB } sp_tokenizer_kind;
 
+/* The longest piece a tokenizer file may declare (max_token_length): far above any real vocabulary. */
+#define SP_TOKENIZER_MAX_PIECE_LEN 4096
+
 typedef struct {
     sp_tokenizer_kind kind;
     int vocab_size;

@@ -1,0 +1,77 @@
+/* spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5: a llama2.c checkpoint and its tokenizer
+ * as a spanprobe checkpoint (io/llama2c.h has the mapping; docs/import.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/sha256.h"
+#include "io/checkpoint.h"
+#include "io/llama2c.h"
+
+static void print_help(void)
+{
+    printf("usage: spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5\n\n"
+           "Converts a llama2.c checkpoint (run.c's format: 7 int32 header, float32 tensors) and its\n"
+           "tokenizer.bin into a spanprobe checkpoint: variant pre, RMSNorm (eps 1e-5), SwiGLU, RoPE\n"
+           "(theta 10000), grouped-query attention, tied or untied head from the sign of vocab_size.\n"
+           "The checkpoint records the source files, their sizes and SHA-256 digests as provenance.\n"
+           "docs/import.md has the tensor mapping.\n\n"
+           "exit codes: 0 ok, 2 usage, 3 bad model or tokenizer file (header, size, record),\n"
+           "            4 NaN/Inf weights, 5 I/O, 8 out of memory; no output file is left on error\n");
+}
+
+/* Appends "<label> FILE (N bytes, sha256 HEX)" to the string in buf (cut at cap). */
+static sp_status append_file(char *buf, size_t cap, const char *label, const char *path)
+{
+    char hex[65];
+    int64_t n_bytes = 0;
+    SP_TRY(sp_sha256_file(path, hex, &n_bytes));
+    size_t used = strlen(buf);
+    snprintf(buf + used, cap - used, "%s %s (%lld bytes, sha256 %s)", label, path, (long long)n_bytes, hex);
+    return SP_OK;
+}
+
+static sp_status import_llama2c(const char *model_path, const char *tok_path, const char *out_path)
+{
+    sp_llama2c_weights w;
+    SP_TRY(sp_llama2c_read(model_path, &w));
+    sp_ckpt_meta meta;
+    sp_ckpt_meta_init(&meta);
+    sp_model *m = NULL;
+    sp_status st = sp_tokenizer_load_llama2c(tok_path, w.cfg.vocab_size, &meta.tokenizer);
+    meta.has_tokenizer = st == SP_OK;
+    if (st == SP_OK && (st = append_file(meta.source, sizeof meta.source, "import llama2c", model_path)) == SP_OK &&
+        (st = append_file(meta.source, sizeof meta.source, " tokenizer", tok_path)) == SP_OK)
+        st = sp_llama2c_to_model(&w, sp_backend_cpu(), &m);
+    if (st == SP_OK) {
+        meta.cfg = w.cfg;
+        st = sp_ckpt_write(out_path, m, &meta, NULL, NULL);
+    }
+    if (st == SP_OK)
+        printf("imported %s: %d layers, d_model %d, %d/%d heads, d_ff %d, vocab %d (%s head), %zu weights -> %s\n",
+               model_path, w.cfg.n_layers, w.cfg.d_model, w.cfg.n_heads, w.cfg.n_kv_heads, w.cfg.d_ff,
+               w.cfg.vocab_size, w.cfg.tie_embeddings ? "tied" : "untied", sp_model_n_weights(m), out_path);
+    sp_model_free(m);
+    sp_ckpt_meta_free(&meta);
+    sp_llama2c_free(&w);
+    return st;
+}
+
+int sp_cmd_import(int argc, char **argv)
+{
+    if (sp_cli_wants_help(argc, argv)) {
+        print_help();
+        return SP_OK;
+    }
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0)
+            return sp_cli_usage_error("import", "unknown option %s", argv[i]);
+    if (argc < 2 || strcmp(argv[1], "llama2c") != 0)
+        return sp_cli_usage_error("import", "expected the source format llama2c, found '%s'",
+                                  argc < 2 ? "" : argv[1]);
+    if (argc != 5)
+        return sp_cli_usage_error("import", "expected MODEL.bin TOKENIZER.bin OUT.h5 after llama2c (%d given)",
+                                  argc - 2);
+    sp_error_clear();
+    return sp_cli_report("import", import_llama2c(argv[2], argv[3], argv[4]));
+}

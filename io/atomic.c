@@ -1,0 +1,111 @@
+#include "io/atomic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The directory part of path ("." when it has none); malloc'ed. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+static void release(sp_atomic_file *af)
+{
+    if (af->tmp_path && af->fd >= 0) /* a zeroed af owns no descriptor */
+        close(af->fd);
+    free(af->path);
+    free(af->tmp_path);
+    af->path = af->tmp_path = NULL;
+    af->fd = -1;
+}
+
+sp_status sp_atomic_begin(const char *path, sp_atomic_file *af)
+{
+    *af = (sp_atomic_file){.fd = -1};
+    struct stat st;
+    if (!*path)
+        return sp_error(SP_ERR_USAGE, "empty output path");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return sp_error(SP_ERR_IO, "%s: cannot write: is a directory", path);
+    size_t n = strlen(path);
+    af->path = strdup(path);
+    af->tmp_path = malloc(n + sizeof ".tmp.XXXXXX");
+    if (!af->path || !af->tmp_path) {
+        release(af);
+        return sp_error(SP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(af->tmp_path, path, n);
+    memcpy(af->tmp_path + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    af->fd = mkstemp(af->tmp_path);
+    if (af->fd < 0) {
+        int err = errno;
+        char *dir = dir_of(path);
+        sp_error(SP_ERR_IO, "%s: cannot create a file in directory '%s': %s", path, dir ? dir : "?", strerror(err));
+        free(dir);
+        release(af);
+        return SP_ERR_IO;
+    }
+    /* mkstemp makes the file private (0600); give it the usual permissions */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(af->fd, 0666 & ~mask);
+    return SP_OK;
+}
+
+sp_status sp_atomic_write(sp_atomic_file *af, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t done = write(af->fd, p, len);
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done <= 0)
+            return sp_error(SP_ERR_IO, "%s: write failed: %s", af->path, strerror(done < 0 ? errno : EIO));
+        p += done;
+        len -= (size_t)done;
+    }
+    return SP_OK;
+}
+
+sp_status sp_atomic_commit(sp_atomic_file *af)
+{
+    if (fsync(af->fd) != 0 || close(af->fd) != 0) {
+        af->fd = -1;
+        sp_error(SP_ERR_IO, "%s: cannot flush to disk: %s", af->path, strerror(errno));
+        sp_atomic_abort(af);
+        return SP_ERR_IO;
+    }
+    af->fd = -1;
+    if (rename(af->tmp_path, af->path) != 0) {
+        sp_error(SP_ERR_IO, "%s: cannot rename the temporary file into place: %s", af->path, strerror(errno));
+        sp_atomic_abort(af);
+        return SP_ERR_IO;
+    }
+    /* make the rename itself durable */
+    char *dir = dir_of(af->path);
+    int dir_fd = dir ? open(dir, O_RDONLY) : -1;
+    if (dir_fd >= 0) {
+        fsync(dir_fd);
+        close(dir_fd);
+    }
+    free(dir);
+    release(af);
+    return SP_OK;
+}
+
+void sp_atomic_abort(sp_atomic_file *af)
+{
+    if (af->tmp_path)
+        unlink(af->tmp_path);
+    release(af);
+}

@@ -1,0 +1,30 @@
+/* io/le.h: little-endian scalars from byte buffers, whatever the host's byte order (the llama2.c
+ * formats are little-endian). */
+#ifndef SP_LE_H
+#define SP_LE_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t sp_le_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline int32_t sp_le_i32(const unsigned char *p)
+{
+    uint32_t u = sp_le_u32(p);
+    int32_t v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static inline float sp_le_f32(const unsigned char *p)
+{
+    uint32_t u = sp_le_u32(p);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+#endif

@@ -1,0 +1,82 @@
+/* io/report.h: analysis reports, format "spanprobe-report" version 1.0, and their JSON summary.
+ *
+ * A report is an HDF5 file holding every raw array an analyzer computed, with units, so any derived
+ * value can be recomputed from it, and a JSON summary beside it with the scalars a person or a
+ * `check` rule reads (same path, ".h5" replaced by ".json", or ".json" appended).
+ *
+ *   /                 attrs format, format_version "1.0", tool_version, created, source
+ *   /provenance       attrs input_file, input_sha256 (hex), input_bytes (int64), tool_version,
+ *                     options_json, eval_set (strings unless stated)
+ *   /metrics/<analyzer>/<array>  float64 or float32 datasets, attrs units, shape_desc ("[layer]",
+ *                     "[layer, layer]", ...), description
+ *   /skipped/<analyzer>  empty group, attr reason: the analyzer did not apply (e.g. "no FFN latents
+ *                     in the dump")
+ * JSON summary, keys always present and in this order:
+ *   {"format": "spanprobe-report", "format_version": "1.0", "tool_version": "...",
+ *    "input": {"file", "sha256", "bytes", "eval_set", "options": <the options JSON, parsed>},
+ *    "metrics": {"<analyzer>": {"<key>": number or null (non-finite), ...}, ...},
+ *    "skipped": {"<analyzer>": "<reason>", ...}}
+ * Analyzer, array and key names are [A-Za-z0-9_.-]+ (they become HDF5 link names and JSON keys).
+ */
+#ifndef SP_REPORT_H
+#define SP_REPORT_H
+
+#include "core/common.h"
+
+#define SP_REPORT_FORMAT "spanprobe-report"
+#define SP_REPORT_VERSION_MAJOR 1
+#define SP_REPORT_VERSION_MINOR 0
+
+typedef struct {
+    const char *input_path;   /* the analyzed file (its sha256 and size are recorded); may be NULL */
+    const char *options_json; /* the analyzer options as a JSON object text; may be NULL ("{}") */
+    const char *eval_set;     /* description of the evaluation set ("moby dick, 64 x 256 tokens") */
+} sp_report_provenance;
+
+typedef struct {
+    const char *units;        /* "1", "nats", "cosine", ... */
+    const char *shape_desc;   /* "[layer]", "[layer, layer]", ... */
+    const char *description;
+} sp_report_array_attrs;
+
+typedef struct sp_report sp_report;               /* a report being written */
+typedef struct sp_report_reader sp_report_reader; /* a report open for reading */
+
+/* ---- writer ---- */
+/* Hashes the input file, then creates both temporary files (nothing appears before commit). */
+sp_status sp_report_create(const char *path, const sp_report_provenance *prov, sp_report **out);
+/* Writes /metrics/<analyzer>/<name> [shape] stored as float64 (double) or float32 (float). */
+sp_status sp_report_write_array(sp_report *r, const char *analyzer, const char *name, int rank, const int64_t *shape,
+                                const double *data, const sp_report_array_attrs *attrs);
+sp_status sp_report_write_array_f32(sp_report *r, const char *analyzer, const char *name, int rank,
+                                    const int64_t *shape, const float *data, const sp_report_array_attrs *attrs);
+/* A scalar of the JSON summary, metrics.<analyzer>.<key> (set again: replaced). */
+sp_status sp_report_set_scalar(sp_report *r, const char *analyzer, const char *key, double value);
+/* Records that an analyzer did not run, and why. */
+sp_status sp_report_skip(sp_report *r, const char *analyzer, const char *reason);
+/* Writes the summary and renames both files into place; frees r whatever the outcome. */
+sp_status sp_report_commit(sp_report *r);
+/* Removes the temporary files and frees r (NULL is fine). */
+void sp_report_abort(sp_report *r);
+/* The summary path of a report path (caller frees). */
+char *sp_report_summary_path(const char *path);
+
+/* ---- reader ---- */
+typedef struct {
+    int rank;
+    int64_t shape[4];
+    double *data;             /* [numel] */
+    char units[64], shape_desc[64], description[256];
+} sp_report_array;
+
+/* Opens and validates the structure: format, version, /provenance, every /metrics array having a
+ * float type, rank 1..4 and the three attributes, every /skipped group a reason. */
+sp_status sp_report_open(const char *path, sp_report_reader **out);
+/* Reads /metrics/<analyzer>/<name> (NaN/Inf are kept: a report may record +inf condition numbers). */
+sp_status sp_report_read_array(sp_report_reader *r, const char *analyzer, const char *name, sp_report_array *out);
+void sp_report_array_free(sp_report_array *a);
+/* The provenance attribute `key` of an open report ("input_sha256", ...) into buf. */
+sp_status sp_report_get_provenance(sp_report_reader *r, const char *key, char *buf, size_t len);
+void sp_report_close(sp_report_reader *r);
+
+#endif
