@@ -37,10 +37,14 @@ typedef struct {
     int cka_debiased;   /* CKA: debiased HSIC estimator */
     int grad_batches;   /* batches for gradient norms */
     int prune_batches;  /* batches for pruning sensitivity */
+    int singular_values; /* weights: also store every matrix's full singular values */
+    int embed_uncentered; /* embed_spectrum: second moment of the rows instead of their covariance */
 } sp_analyze_options;
 
 extern const sp_field_table sp_analyze_option_table;
 void sp_analyze_options_defaults(sp_analyze_options *o);
+/* Checks every range (SP_ERR_USAGE naming the option; `where` prefixes the message). */
+sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *where);
 
 /* What an analyzer needs from the input. */
 enum {
@@ -64,6 +68,8 @@ typedef struct {
     int n_seqs, seq_len, batch;
     const sp_analyze_options *opts;
     sp_report *report;
+    int quiet;              /* no progress lines from analyzers whose finish() takes long (analyzers/progress.h) */
+    struct sp_pass *pass;   /* the driver's streaming pass (private to analyzers/driver.c; NULL outside it) */
 } sp_analysis;
 
 /* One batch of the streaming pass; backend memory, valid only during consume(). rows = sequences
@@ -73,6 +79,12 @@ int sp_batch_first_seq(const sp_act_batch *b); /* index of the batch's first seq
 const sp_real *sp_batch_hidden(const sp_act_batch *b, int layer, int stream); /* [rows, d_model], l = 0..L */
 const sp_real *sp_batch_latent(const sp_act_batch *b, int layer);             /* [rows, d_ff], l = 0..L-1 */
 const sp_real *sp_batch_presum(const sp_act_batch *b, int layer, const char *name); /* "sum_a"/"sum_z" */
+
+/* Runs the streaming pass again over the whole evaluation set, calling fn on every batch, for an
+ * analyzer that needs a statistic of the whole set before its own pass (e.g. centering by the mean).
+ * Valid only inside finish() of an analysis run by the driver (SP_ERR_INTERNAL otherwise). */
+typedef sp_status (*sp_batch_fn)(const sp_analysis *a, void *ctx, const sp_act_batch *b);
+sp_status sp_analysis_replay(const sp_analysis *a, sp_batch_fn fn, void *ctx);
 
 typedef struct {
     const char *name;        /* report group and --metrics name */

@@ -1,5 +1,6 @@
 #include "analyzers/linalg.h"
 
+#include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -26,11 +27,29 @@ sp_status sp_linalg_sym_eigvals(int n, double *a, double *w)
 
 sp_status sp_linalg_singvals(int m, int n, double *a, double *s)
 {
-    lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', m, n, a, n, s, NULL, 1, NULL, 1);
+    /* no vectors are computed, but LAPACKE's row-major path checks ldvt >= n all the same */
+    lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', m, n, a, n, s, NULL, m, NULL, n);
     if (info != 0)
         return sp_error(SP_ERR_NUMERIC, "singular values of a %d x %d matrix failed (LAPACK dgesdd info %d)", m, n,
                         (int)info);
     return SP_OK; /* already descending */
+}
+
+void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+}
+
+sp_status sp_linalg_spectral_norm(int m, int n, double *a, double *norm)
+{
+    int k = m < n ? m : n;
+    double *s = malloc((size_t)(k > 0 ? k : 1) * sizeof *s);
+    if (!s)
+        return sp_error(SP_ERR_NOMEM, "out of memory for the %d singular values of a %d x %d matrix", k, m, n);
+    sp_status st = sp_linalg_singvals(m, n, a, s);
+    *norm = k > 0 ? s[0] : 0;
+    free(s);
+    return st;
 }
 
 sp_rank_measures sp_linalg_rank_measures(int n, const double *lambda, int dim)

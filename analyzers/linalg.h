@@ -10,6 +10,11 @@ sp_status sp_linalg_sym_eigvals(int n, double *a, double *w);
 /* Singular values of the m x n matrix a (row-major, destroyed), descending, into s[min(m, n)]. */
 sp_status sp_linalg_singvals(int m, int n, double *a, double *s);
 
+/* c[m, n] = a[m, k] b[k, n], row-major (cblas_dgemm). */
+void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c);
+/* Spectral norm ||a||_2 of the m x n matrix a (row-major, destroyed): its largest singular value. */
+sp_status sp_linalg_spectral_norm(int m, int n, double *a, double *norm);
+
 /* Rank measures of a spectrum of non-negative eigenvalues lambda[n] (negatives from round-off are
  * clipped to 0), normalized by dim (the matrix side D):
  *   soft rank = exp(-sum p_i ln p_i) / D, p = lambda / sum lambda (Shannon effective rank)

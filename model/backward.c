@@ -90,7 +90,10 @@ sp_status sp_model_backward(sp_model *m)
         sp_real *const *g_in = l == 0 ? h0_in : sc->stream[1 - cur];
         for (int s = 0; s < sp_config_n_streams(cfg); s++)
             be->zero(g_in[s], bytes);
-        sp_block_backward(m, l, &m->state[l], sc->stream[cur], g_in, 1);
+        if (sp_model_block_skipped(m, l)) /* accumulating: siamese block 0's two g_in are one buffer */
+            sp_block_identity(m, l, (const sp_real *const *)sc->stream[cur], g_in, 1);
+        else
+            sp_block_backward(m, l, &m->state[l], sc->stream[cur], g_in, 1);
         cur = 1 - cur;
     }
     if (m->embed_norm.gain >= 0) {
@@ -105,6 +108,10 @@ sp_status sp_model_backward(sp_model *m)
 sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp_real *const *g_in)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_vjp"));
+    if (sp_model_block_skipped(m, l)) {
+        sp_block_identity(m, l, g_out, g_in, 0);
+        return SP_OK;
+    }
     const sp_recipe *r = m->blocks[l].recipe;
     const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
     sp_real *const *g = m->scratch.stream[0]; /* the interpreter scales output gradients in place */

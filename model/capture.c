@@ -16,14 +16,14 @@ const sp_real *sp_model_hidden(const sp_model *m, int l, int stream)
 
 const sp_real *sp_model_ffn_latent(const sp_model *m, int l)
 {
-    if (!m->rows || l < 0 || l >= m->cfg.n_layers)
+    if (!m->rows || l < 0 || l >= m->cfg.n_layers || sp_model_block_skipped(m, l))
         return NULL;
     return m->state[l].ffn.h;
 }
 
 const sp_real *sp_model_slot(const sp_model *m, int l, const char *slot_name)
 {
-    if (!m->rows || l < 0 || l >= m->cfg.n_layers)
+    if (!m->rows || l < 0 || l >= m->cfg.n_layers || sp_model_block_skipped(m, l))
         return NULL;
     int i = sp_recipe_slot(m->blocks[l].recipe, slot_name);
     return i < 0 ? NULL : m->state[l].slot[i];

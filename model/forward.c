@@ -31,6 +31,19 @@ void sp_block_forward(sp_model *m, int l, sp_block_state *st)
     }
 }
 
+/* Block l on its saved state, or, when it is skipped, its inputs copied to its output slots. */
+static void run_block(sp_model *m, int l)
+{
+    sp_block_state *st = &m->state[l];
+    if (!sp_model_block_skipped(m, l)) {
+        sp_block_forward(m, l, st);
+        return;
+    }
+    const int *out = m->blocks[l].recipe->out_slots;
+    sp_real *const outs[2] = {st->slot[out[0]], out[1] >= 0 ? st->slot[out[1]] : NULL};
+    sp_block_identity(m, l, (const sp_real *const *)st->slot, outs, 0);
+}
+
 /* Shape and token checks, with one line naming the offending value. */
 static sp_status check_input(const sp_model *m, const int32_t *tokens, const int32_t *targets, int batch, int seq_len)
 {
@@ -122,7 +135,7 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
     if (m->embed_norm.gain >= 0)
         sp_norm_op_fwd(m, m->embed_norm, m->rows, cfg->d_model, t->e, t->h0, &t->embed_norm);
     for (int l = 0; l < cfg->n_layers; l++)
-        sp_block_forward(m, l, &m->state[l]);
+        run_block(m, l);
     final_norms(m);
     sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), t->logits);
     return targets ? loss_fwd(m, targets, loss) : SP_OK;
@@ -141,6 +154,10 @@ sp_status sp_model_check_block(const sp_model *m, int l, const char *who)
 sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_apply"));
+    if (sp_model_block_skipped(m, l)) {
+        sp_block_identity(m, l, x_in, x_out, 0);
+        return SP_OK;
+    }
     sp_block_state *probe = NULL;
     SP_TRY(sp_model_probe_state(m, l, &probe));
     const sp_recipe *r = m->blocks[l].recipe;

@@ -5,6 +5,10 @@
 sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_jvp"));
+    if (sp_model_block_skipped(m, l)) {
+        sp_block_identity(m, l, t_in, t_out, 0);
+        return SP_OK;
+    }
     const sp_recipe *r = m->blocks[l].recipe;
     const sp_block_state *st = &m->state[l];
     const sp_backend *be = m->be;

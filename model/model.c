@@ -121,6 +121,7 @@ void sp_model_free(sp_model *m)
     free(m->offsets);
     free(m->blocks);
     free(m->state);
+    free(m->skipped);
     free(m);
 }
 

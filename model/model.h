@@ -73,4 +73,12 @@ sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp
  * activations untouched (finite-difference references, what-if probes). */
 sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out);
 
+/* ---- block skipping, for pruning probes (model/skip.c) ----
+ * A skipped block is the identity on every stream: the forward pass copies its inputs to its
+ * outputs, the backward pass passes gradients straight through (its parameters get none), its
+ * jvp/vjp/apply are the identity, and its FFN latent and named slots read as NULL. Takes effect
+ * from the next forward pass; every block starts unskipped. */
+sp_status sp_model_set_block_skip(sp_model *m, int l, int skip);
+int sp_model_block_skipped(const sp_model *m, int l);
+
 #endif

@@ -106,6 +106,8 @@ struct sp_model {
     sp_top_state top;
     sp_scratch scratch;
 
+    unsigned char *skipped; /* [n_layers], allocated by the first sp_model_set_block_skip; NULL: none */
+
     /* block_apply scratch (separate, so saved activations stay) */
     void *probe_arena;
     sp_block_state probe;
@@ -156,5 +158,8 @@ void sp_block_forward(sp_model *m, int l, sp_block_state *st);
 /* g_out: stream output gradients (scaled in place, consumed); g_in: ADDed into. */
 void sp_block_backward(sp_model *m, int l, const sp_block_state *st, sp_real *const *g_out, sp_real *const *g_in,
                        int with_params);
+/* model/skip.c: the identity of a skipped block, stream by stream: out = in, or out += in with
+ * accumulate (the backward pass's contract). */
+void sp_block_identity(const sp_model *m, int l, const sp_real *const *in, sp_real *const *out, int accumulate);
 
 #endif

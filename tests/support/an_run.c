@@ -1,6 +1,5 @@
 #include "tests/support/an_run.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,7 +32,7 @@ void an_run_setup(an_run *r, sp_model *m, int n_seqs, int seq_len, int batch, ui
                          .n_streams = sp_config_n_streams(cfg), .d_model = cfg->d_model, .d_ff = cfg->d_ff,
                          .vocab_size = cfg->vocab_size, .has_latents = 1, .has_presums = 1, .tokens = r->tokens,
                          .targets = r->targets, .n_seqs = n_seqs, .seq_len = seq_len, .batch = batch,
-                         .opts = &r->opts};
+                         .opts = &r->opts, .quiet = 1};
 }
 
 sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file)
@@ -51,49 +50,33 @@ sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file)
     if (sp_report_commit(r->a.report) != SP_OK)
         die("commit the report");
     r->a.report = NULL;
-    if (sp_report_open(r->path, &r->reader) != SP_OK)
-        die("open the report");
-    char *json_path = sp_report_summary_path(r->path);
-    char *text = json_path ? scratch_read_file(json_path, NULL) : NULL;
-    r->summary = text ? cJSON_Parse(text) : NULL;
-    if (!r->summary)
-        die("read the summary");
-    free(json_path);
-    free(text);
+    report_view_open(&r->view, r->path);
     return SP_OK;
 }
 
 sp_report_array an_run_array(an_run *r, const char *analyzer, const char *name)
 {
     sp_report_array arr;
-    if (sp_report_read_array(r->reader, analyzer, name, &arr) != SP_OK)
+    if (sp_report_read_array(r->view.reader, analyzer, name, &arr) != SP_OK)
         die(name);
     return arr;
 }
 
-static const cJSON *scalar_item(const an_run *r, const char *analyzer, const char *key)
-{
-    const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(r->summary, "metrics");
-    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(metrics, analyzer), key);
-}
-
-int an_run_has_scalar(const an_run *r, const char *analyzer, const char *key) { return scalar_item(r, analyzer, key) != NULL; }
-
 double an_run_scalar(const an_run *r, const char *analyzer, const char *key)
 {
-    const cJSON *item = scalar_item(r, analyzer, key);
-    if (!item) {
-        fprintf(stderr, "an_run: no summary scalar metrics.%s.%s\n", analyzer, key);
-        abort();
-    }
-    return cJSON_IsNumber(item) ? item->valuedouble : NAN;
+    return report_view_scalar(&r->view, analyzer, key);
+}
+
+int an_run_has_scalar(const an_run *r, const char *analyzer, const char *key)
+{
+    const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(r->view.summary, "metrics");
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(metrics, analyzer), key) != NULL;
 }
 
 void an_run_free(an_run *r)
 {
     sp_report_abort(r->a.report);
-    sp_report_close(r->reader);
-    cJSON_Delete(r->summary);
+    report_view_close(&r->view);
     free(r->tokens);
     free(r->targets);
     *r = (an_run){0};

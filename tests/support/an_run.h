@@ -4,17 +4,15 @@
 #ifndef SP_TEST_AN_RUN_H
 #define SP_TEST_AN_RUN_H
 
-#include <cJSON.h>
-
 #include "analyzers/analyzer.h"
+#include "tests/support/report_view.h"
 
 typedef struct {
     sp_analyze_options opts;
     sp_analysis a;
     int32_t *tokens, *targets; /* [n_seqs * seq_len] */
     char path[512];
-    sp_report_reader *reader;  /* open after a successful an_run_finish */
-    cJSON *summary;            /* the parsed JSON summary, likewise */
+    report_view view;          /* the report, open after a successful an_run_finish */
 } an_run;
 
 /* The analyze defaults (sp_analyze_options_defaults) and an evaluation set of n_seqs sequences of
@@ -24,9 +22,10 @@ void an_run_setup(an_run *r, sp_model *m, int n_seqs, int seq_len, int batch, ui
 /* Runs an->finish into the report <scratch>/<file>; returns finish's status (the report is then
  * aborted unless it is SP_OK, in which case it is committed and opened). */
 sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file);
-/* /metrics/<analyzer>/<name> (aborts when it cannot be read); free with sp_report_array_free. */
+/* /metrics/<analyzer>/<name> with its attributes (aborts when it cannot be read); free with
+ * sp_report_array_free. */
 sp_report_array an_run_array(an_run *r, const char *analyzer, const char *name);
-/* metrics.<analyzer>.<key> of the summary: its number, NaN for null; aborts when absent. */
+/* metrics.<analyzer>.<key> of the summary (report_view_scalar). */
 double an_run_scalar(const an_run *r, const char *analyzer, const char *key);
 /* 1 when the summary has metrics.<analyzer>.<key>. */
 int an_run_has_scalar(const an_run *r, const char *analyzer, const char *key);

@@ -50,16 +50,22 @@ static double take_and_compare(const sp_backend *be, sp_real *dev, const sp_real
 
 double opcmp_gemm(const sp_backend *be, int trans_a, int trans_b, double beta, uint64_t seed)
 {
-    enum { M = 7, N = 5, K = 9, PAD = 3 };
+    return opcmp_gemm_sized(be, trans_a, trans_b, 7, 5, 9, beta, seed);
+}
+
+double opcmp_gemm_sized(const sp_backend *be, int trans_a, int trans_b, int m, int n, int k, double beta,
+                        uint64_t seed)
+{
+    enum { PAD = 3 };
     sp_rng rng;
     sp_rng_seed(&rng, seed);
-    int a_rows = trans_a ? K : M, a_cols = trans_a ? M : K, b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
-    int lda = a_cols + PAD, ldb = b_cols + PAD, ldc = N + PAD;
-    size_t na = (size_t)a_rows * lda, nb = (size_t)b_rows * ldb, nc = (size_t)M * ldc;
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int lda = a_cols + PAD, ldb = b_cols + PAD, ldc = n + PAD;
+    size_t na = (size_t)a_rows * lda, nb = (size_t)b_rows * ldb, nc = (size_t)m * ldc;
     sp_real *a = vec_random(&rng, na, 1), *b = vec_random(&rng, nb, 1), *c = vec_random(&rng, nc, 1);
     sp_real *da = real_to_backend(be, a, na), *db = real_to_backend(be, b, nb), *dc = real_to_backend(be, c, nc);
-    be->gemm(trans_a, trans_b, M, N, K, (sp_real)1.3, da, lda, db, ldb, (sp_real)beta, dc, ldc);
-    ref_gemm(trans_a, trans_b, M, N, K, (sp_real)1.3, a, lda, b, ldb, (sp_real)beta, c, ldc);
+    be->gemm(trans_a, trans_b, m, n, k, (sp_real)1.3, da, lda, db, ldb, (sp_real)beta, dc, ldc);
+    ref_gemm(trans_a, trans_b, m, n, k, (sp_real)1.3, a, lda, b, ldb, (sp_real)beta, c, ldc);
     double err = take_and_compare(be, dc, c, nc);
     be->free(da);
     be->free(db);

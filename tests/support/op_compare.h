@@ -10,6 +10,9 @@
 /* C [7 x 5] = 1.3 op(A) op(B) + beta C over k = 9, every leading dimension padded by 3 (the
  * padding must stay untouched). */
 double opcmp_gemm(const sp_backend *be, int trans_a, int trans_b, double beta, uint64_t seed);
+/* The same at C [m x n], inner size k (large ones take the backend's threaded paths). */
+double opcmp_gemm_sized(const sp_backend *be, int trans_a, int trans_b, int m, int n, int k, double beta,
+                        uint64_t seed);
 /* y, and the saved mean (LayerNorm) and rstd, of inputs offset by 0.8 so centering matters. */
 double opcmp_norm_fwd(const sp_backend *be, sp_norm_kind kind, int rows, int dim, uint64_t seed);
 /* Elementwise activations on N(0, x_scale^2) inputs. */

@@ -1,0 +1,308 @@
+/* analyzers/cka.c: "cka", linear centered kernel alignment between every pair of layer outputs
+ * (Kornblith et al. 2019), from streamed sums.
+ *
+ * With X, Y the N x d outputs of two layers and centered columns, the linear-kernel HSIC is
+ * ||X_c^T Y_c||_F^2 / (N - 1)^2 and CKA(X, Y) = HSIC(X, Y) / sqrt(HSIC(X, X) HSIC(Y, Y)). The
+ * centered cross-products X_c^T Y_c come from the column sums and the cross-products X^T Y that
+ * analyzers/moments.h accumulates through be->gemm, so memory does not grow with N.
+ *
+ * Debiased option: the unbiased HSIC estimator (Song et al. 2012) on the Gram matrices K = X X^T and
+ * L = Y Y^T with zeroed diagonals (K~, L~):
+ *   HSIC_u = [tr(K~ L~) + (1'K~1)(1'L~1) / ((N-1)(N-2)) - 2/(N-2) 1'K~L~1] / (N(N-3)).
+ * Every term reduces to streamed sums, with n_x[a] = ||x_a||^2 and S_x = sum_a x_a:
+ *   tr(K~ L~) = ||X^T Y||_F^2 - sum_a n_x[a] n_y[a]
+ *   1'K~1 = ||S_x||^2 - sum_a n_x[a]
+ *   1'K~L~1 = S_x^T (X^T Y) S_y - S_x . (X^T n_y) - S_y . (Y^T n_x) + sum_a n_x[a] n_y[a]
+ * so the option adds X^T n_y for every ordered pair (one gemm per layer against the matrix of
+ * every layer's row norms) and sum_a n_x[a] n_y[a]. The estimator is invariant under a common shift
+ * of the rows, so it is computed on the same shifted rows as the rest (analyzers/moments.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "analyzers/moments.h"
+#include "analyzers/output.h"
+
+#define NAME "cka"
+
+typedef struct {
+    int n_h, n_streams, d, max_rows, debiased;
+    sp_rowops ro;
+    sp_real **shifted;      /* [n_h] backend [max_rows, d]: shifted rows of the current stream */
+    sp_mom_cols *cols;      /* [n_streams * n_h] */
+    sp_mom_cross *cross;    /* [n_streams * n_h * n_h], pairs i <= j initialized */
+    /* debiased only */
+    double *norms;          /* host [max_rows * n_h]: n_l[a], row-major [a, l] */
+    sp_real *norms_host;    /* host staging of norms as sp_real */
+    sp_real *norms_dev;     /* backend [max_rows, n_h] */
+    sp_real *xn_dev;        /* backend [d, n_h]: X_i^T N of one layer */
+    sp_real *xn_host;       /* host [d * n_h] */
+    double *xn;             /* [n_streams * n_h][d * n_h]: sum of X_i^T N */
+    double *nn;             /* [n_streams * n_h * n_h]: sum_a n_i[a] n_j[a] */
+} cka_state;
+
+static sp_mom_cross *pair(cka_state *s, int k, int i, int j)
+{
+    return &s->cross[((size_t)k * s->n_h + i) * s->n_h + j];
+}
+
+static void cka_free(void *state)
+{
+    cka_state *s = state;
+    if (!s)
+        return;
+    const sp_backend *be = s->ro.be;
+    for (int i = 0; s->shifted && i < s->n_h; i++)
+        if (s->shifted[i])
+            be->free(s->shifted[i]);
+    for (int i = 0; s->cols && i < s->n_streams * s->n_h; i++)
+        sp_mom_cols_free(&s->cols[i]);
+    for (size_t i = 0; s->cross && i < (size_t)s->n_streams * s->n_h * s->n_h; i++)
+        sp_mom_cross_free(&s->cross[i]);
+    if (s->norms_dev)
+        be->free(s->norms_dev);
+    if (s->xn_dev)
+        be->free(s->xn_dev);
+    sp_rowops_free(&s->ro);
+    free(s->shifted);
+    free(s->cols);
+    free(s->cross);
+    free(s->norms);
+    free(s->norms_host);
+    free(s->xn_host);
+    free(s->xn);
+    free(s->nn);
+    free(s);
+}
+
+static sp_status alloc_debiased(const sp_analysis *a, cka_state *s)
+{
+    const size_t n_h = (size_t)s->n_h, rows = (size_t)s->max_rows, d = (size_t)s->d;
+    s->norms = sp_malloc(rows * n_h * sizeof *s->norms, "cka row norms");
+    s->norms_host = sp_malloc(rows * n_h * sizeof *s->norms_host, "cka row norms");
+    s->norms_dev = a->be->alloc(rows * n_h * sizeof(sp_real), "cka row norms");
+    s->xn_dev = a->be->alloc(d * n_h * sizeof(sp_real), "cka norm products");
+    s->xn_host = sp_malloc(d * n_h * sizeof *s->xn_host, "cka norm products");
+    s->xn = sp_calloc((size_t)s->n_streams * n_h * d * n_h, sizeof *s->xn, "cka norm products");
+    s->nn = sp_calloc((size_t)s->n_streams * n_h * n_h, sizeof *s->nn, "cka norm products");
+    return s->norms && s->norms_host && s->norms_dev && s->xn_dev && s->xn_host && s->xn && s->nn ? SP_OK
+                                                                                                     : SP_ERR_NOMEM;
+}
+
+static sp_status cka_begin(const sp_analysis *a, void **state)
+{
+    cka_state *s = sp_calloc(1, sizeof *s, "cka state");
+    if (!s)
+        return SP_ERR_NOMEM;
+    *state = s;
+    s->n_h = a->n_layers + 1;
+    s->n_streams = a->n_streams;
+    s->d = a->d_model;
+    s->max_rows = a->batch * a->seq_len;
+    s->debiased = a->opts->cka_debiased;
+    SP_TRY(sp_rowops_init(&s->ro, a->be, s->max_rows, s->d));
+    s->shifted = sp_calloc((size_t)s->n_h, sizeof *s->shifted, "cka buffers");
+    s->cols = sp_calloc((size_t)s->n_streams * s->n_h, sizeof *s->cols, "cka sums");
+    s->cross = sp_calloc((size_t)s->n_streams * s->n_h * s->n_h, sizeof *s->cross, "cka cross-products");
+    if (!s->shifted || !s->cols || !s->cross)
+        return SP_ERR_NOMEM;
+    for (int i = 0; i < s->n_h; i++)
+        if (!(s->shifted[i] = a->be->alloc((size_t)s->max_rows * s->d * sizeof(sp_real), "cka shifted rows")))
+            return SP_ERR_NOMEM;
+    for (int k = 0; k < s->n_streams; k++)
+        for (int i = 0; i < s->n_h; i++) {
+            SP_TRY(sp_mom_cols_init(&s->cols[k * s->n_h + i], &s->ro, s->d));
+            for (int j = i; j < s->n_h; j++)
+                SP_TRY(sp_mom_cross_init(pair(s, k, i, j), a->be, s->d, s->d));
+        }
+    return s->debiased ? alloc_debiased(a, s) : SP_OK;
+}
+
+/* The debiased estimator's extra sums for stream k: row norms of every layer, X_i^T N, n_i . n_j. */
+static sp_status add_norm_sums(const sp_analysis *a, cka_state *s, int k, int rows)
+{
+    const int n_h = s->n_h, d = s->d;
+    double *sq = sp_malloc((size_t)rows * sizeof *sq, "cka row norms");
+    if (!sq)
+        return SP_ERR_NOMEM;
+    sp_status st = SP_OK;
+    for (int l = 0; l < n_h && st == SP_OK; l++) {
+        st = sp_rowops_sqnorms(&s->ro, rows, d, s->shifted[l], sq);
+        for (int r = 0; r < rows; r++)
+            s->norms[(size_t)r * n_h + l] = sq[r];
+    }
+    free(sq);
+    SP_TRY(st);
+    for (size_t i = 0; i < (size_t)rows * n_h; i++)
+        s->norms_host[i] = (sp_real)s->norms[i];
+    a->be->upload(s->norms_dev, s->norms_host, (size_t)rows * n_h * sizeof *s->norms_host);
+    for (int i = 0; i < n_h; i++) {
+        /* xn_dev [d, n_h] = X_i^T N, N = [rows, n_h] */
+        a->be->gemm(1, 0, d, n_h, rows, (sp_real)1, s->shifted[i], d, s->norms_dev, n_h, (sp_real)0, s->xn_dev, n_h);
+        a->be->download(s->xn_host, s->xn_dev, (size_t)d * n_h * sizeof *s->xn_host);
+        double *acc = s->xn + ((size_t)k * n_h + i) * d * n_h;
+        for (size_t e = 0; e < (size_t)d * n_h; e++)
+            acc[e] += s->xn_host[e];
+        for (int j = i; j < n_h; j++) {
+            double dot = 0;
+            for (int r = 0; r < rows; r++)
+                dot += s->norms[(size_t)r * n_h + i] * s->norms[(size_t)r * n_h + j];
+            s->nn[((size_t)k * n_h + i) * n_h + j] += dot;
+        }
+    }
+    return SP_OK;
+}
+
+static sp_status cka_consume(const sp_analysis *a, void *state, const sp_act_batch *b)
+{
+    cka_state *s = state;
+    const int rows = sp_batch_rows(b);
+    for (int k = 0; k < s->n_streams; k++) {
+        for (int i = 0; i < s->n_h; i++)
+            SP_TRY(sp_mom_cols_add(&s->cols[k * s->n_h + i], sp_batch_hidden(b, i, k), rows, s->shifted[i]));
+        for (int i = 0; i < s->n_h; i++)
+            for (int j = i; j < s->n_h; j++)
+                SP_TRY(sp_mom_cross_add(pair(s, k, i, j), s->shifted[i], s->shifted[j], rows));
+        if (s->debiased)
+            SP_TRY(add_norm_sums(a, s, k, rows));
+    }
+    return SP_OK;
+}
+
+static double frob_sq(size_t n, const double *x)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += x[i] * x[i];
+    return sum;
+}
+
+static double dot(int n, const double *x, const double *y)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i] * y[i];
+    return sum;
+}
+
+/* S_x^T T S_y for T [d, d]. */
+static double bilinear(int d, const double *sx, const double *t, const double *sy)
+{
+    double sum = 0;
+    for (int i = 0; i < d; i++)
+        sum += sx[i] * dot(d, t + (size_t)i * d, sy);
+    return sum;
+}
+
+/* Column j of the [d, n_h] matrix sum X_i^T N, into out [d]. */
+static void xn_column(const cka_state *s, int k, int i, int j, double *out)
+{
+    const double *acc = s->xn + ((size_t)k * s->n_h + i) * s->d * s->n_h;
+    for (int e = 0; e < s->d; e++)
+        out[e] = acc[(size_t)e * s->n_h + j];
+}
+
+/* The unbiased HSIC of layers i <= j of stream k (see the header comment). */
+static double hsic_unbiased(const cka_state *s, int k, int i, int j, double *tmp_i, double *tmp_j)
+{
+    const int d = s->d, n_h = s->n_h;
+    const sp_mom_cols *ci = &s->cols[k * n_h + i], *cj = &s->cols[k * n_h + j];
+    const sp_mom_cross *x = &s->cross[((size_t)k * n_h + i) * n_h + j];
+    const double n = (double)ci->n;
+    const double n_ij = s->nn[((size_t)k * n_h + i) * n_h + j]; /* sum_a n_i[a] n_j[a] */
+    /* sum_a n_i[a] is the trace of the self cross-product X_i^T X_i */
+    const sp_mom_cross *xi = &s->cross[((size_t)k * n_h + i) * n_h + i], *xj = &s->cross[((size_t)k * n_h + j) * n_h + j];
+    double sum_ni = 0, sum_nj = 0;
+    for (int e = 0; e < d; e++) {
+        sum_ni += xi->total[(size_t)e * d + e];
+        sum_nj += xj->total[(size_t)e * d + e];
+    }
+    double trace_kl = frob_sq((size_t)d * d, x->total) - n_ij;
+    double one_k = dot(d, ci->sum, ci->sum) - sum_ni, one_l = dot(d, cj->sum, cj->sum) - sum_nj;
+    xn_column(s, k, i, j, tmp_i); /* X_i^T n_j */
+    xn_column(s, k, j, i, tmp_j); /* X_j^T n_i */
+    double kl = bilinear(d, ci->sum, x->total, cj->sum) - dot(d, ci->sum, tmp_i) - dot(d, cj->sum, tmp_j) + n_ij;
+    return (trace_kl + one_k * one_l / ((n - 1) * (n - 2)) - 2 / (n - 2) * kl) / (n * (n - 3));
+}
+
+/* CKA matrix from a symmetric HSIC matrix. */
+static void normalize(int n, const double *hsic, double *cka)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            cka[i * n + j] = hsic[i * n + j] / sqrt(hsic[i * n + i] * hsic[j * n + j]);
+}
+
+static sp_status write_matrices(const sp_analysis *a, int k, int n_h, const double *hsic, double *cka,
+                                const char *suffix, const char *estimator)
+{
+    char name[64], desc[512];
+    const int64_t shape[2] = {n_h, n_h};
+    normalize(n_h, hsic, cka);
+    snprintf(name, sizeof name, "hsic%s", suffix);
+    snprintf(desc, sizeof desc, "%s linear-kernel HSIC between layer outputs i and j (0..L)", estimator);
+    SP_TRY(sp_out_array(a, NAME, name, k, 2, shape, hsic, "activation^4", "[layer, layer]", desc));
+    snprintf(name, sizeof name, "cka%s", suffix);
+    snprintf(desc, sizeof desc, "linear CKA = HSIC_ij / sqrt(HSIC_ii HSIC_jj), %s HSIC, layers 0..L", estimator);
+    SP_TRY(sp_out_array(a, NAME, name, k, 2, shape, cka, "1", "[layer, layer]", desc));
+    double adjacent = 0;
+    for (int l = 0; l + 1 < n_h; l++)
+        adjacent += cka[l * n_h + l + 1];
+    snprintf(name, sizeof name, "adjacent_mean%s", suffix);
+    SP_TRY(sp_out_scalar(a, NAME, name, k, adjacent / (n_h - 1)));
+    snprintf(name, sizeof name, "first_last%s", suffix);
+    return sp_out_scalar(a, NAME, name, k, cka[n_h - 1]);
+}
+
+static sp_status finish_stream(const sp_analysis *a, cka_state *s, int k, double *hsic, double *cka, double *cov)
+{
+    const int n_h = s->n_h, d = s->d;
+    for (int i = 0; i < n_h; i++)
+        SP_TRY(sp_mom_cols_flush(&s->cols[k * n_h + i]));
+    const double n = (double)s->cols[k * n_h].n;
+    for (int i = 0; i < n_h; i++)
+        for (int j = i; j < n_h; j++) {
+            sp_mom_cross *x = pair(s, k, i, j);
+            SP_TRY(sp_mom_cross_flush(x));
+            sp_mom_centered(x, &s->cols[k * n_h + i], &s->cols[k * n_h + j], cov);
+            hsic[i * n_h + j] = hsic[j * n_h + i] = frob_sq((size_t)d * d, cov) / ((n - 1) * (n - 1));
+        }
+    SP_TRY(write_matrices(a, k, n_h, hsic, cka, "", "biased (centered Gram matrices)"));
+    SP_TRY(sp_out_scalar(a, NAME, "tokens", k, n));
+    if (!s->debiased)
+        return SP_OK;
+    if (n < 4)
+        return sp_error(SP_ERR_INPUT, "cka: the debiased estimator needs at least 4 tokens, found %.0f", n);
+    double *tmp = cov; /* two columns of scratch, d each */
+    for (int i = 0; i < n_h; i++)
+        for (int j = i; j < n_h; j++)
+            hsic[i * n_h + j] = hsic[j * n_h + i] = hsic_unbiased(s, k, i, j, tmp, tmp + d);
+    return write_matrices(a, k, n_h, hsic, cka, "_debiased", "unbiased (Song et al. 2012)");
+}
+
+static sp_status cka_finish(const sp_analysis *a, void *state)
+{
+    cka_state *s = state;
+    const size_t n_h = (size_t)s->n_h, d = (size_t)s->d;
+    double *hsic = sp_malloc(n_h * n_h * sizeof *hsic, "cka results");
+    double *cka = sp_malloc(n_h * n_h * sizeof *cka, "cka results");
+    double *cov = sp_malloc((d * d > 2 * d ? d * d : 2 * d) * sizeof *cov, "cka covariance");
+    sp_status st = hsic && cka && cov ? SP_OK : SP_ERR_NOMEM;
+    for (int k = 0; k < s->n_streams && st == SP_OK; k++)
+        st = finish_stream(a, s, k, hsic, cka, cov);
+    free(hsic);
+    free(cka);
+    free(cov);
+    cka_free(s);
+    return st;
+}
+
+const sp_analyzer sp_analyzer_cka = {
+    .name = NAME,
+    .description = "linear CKA between every pair of layer outputs (centered; debiased HSIC as an option)",
+    .needs = SP_NEEDS_ACTIVATIONS,
+    .begin = cka_begin,
+    .consume = cka_consume,
+    .finish = cka_finish,
+    .discard = cka_free,
+};

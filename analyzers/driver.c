@@ -1,0 +1,365 @@
+#include "analyzers/driver.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "analyzers/evalset.h"
+#include "analyzers/pass.h"
+#include "analyzers/progress.h"
+#include "analyzers/report_csv.h"
+#include "analyzers/train_state.h"
+#include "io/checkpoint.h"
+#include "io/config_file.h"
+#include "io/h5.h"
+
+double sp_analyze_peak_rss_mib(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
+}
+
+sp_status sp_analyze_select(const char *metrics, unsigned char *selected)
+{
+    memset(selected, metrics[0] ? 0 : 1, (size_t)sp_n_analyzers);
+    const char *p = metrics;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int i = 0; i < sp_n_analyzers; i++)
+            if (strlen(sp_analyzers[i]->name) == len && strncmp(sp_analyzers[i]->name, p, len) == 0)
+                selected[i] = found = 1;
+        if (!found) {
+            char names[1024] = "";
+            for (int i = 0; i < sp_n_analyzers; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, sp_analyzers[i]->name, sizeof names - strlen(names) - 1);
+            }
+            return sp_error(SP_ERR_USAGE, "--metrics: unknown analyzer '%.*s' (expected a comma-separated list of %s)",
+                            (int)len, p, names);
+        }
+        p += len + (p[len] == ',');
+    }
+    return SP_OK;
+}
+
+/* Why the input cannot serve the analyzer, or NULL when it can. */
+static const char *unmet_need(const sp_analysis *a, const sp_analyzer *an)
+{
+    if ((an->needs & SP_NEEDS_MODEL) && !a->model)
+        return "needs the model's weights and its own forward/backward passes; the input is an activation dump";
+    if ((an->needs & SP_NEEDS_LATENTS) && !a->has_latents)
+        return "the input has no FFN latents (the dump has no /ffn_latent)";
+    if ((an->needs & SP_NEEDS_PRESUMS) && !a->has_presums)
+        return "the input has no pre-normalization sums (sum_a, sum_z)";
+    return NULL;
+}
+
+/* ---- stage 3: begin, one pass, finish ---- */
+
+typedef struct {
+    int n;
+    const sp_analyzer *const *list; /* sp_analyzers */
+    void **state;                    /* [n]; active analyzers with state */
+    unsigned char *active;           /* [n] */
+    double *seconds_pass, *seconds_finish; /* [n] */
+} run_state;
+
+static sp_status consume_all(const sp_analysis *a, void *ctx, const sp_act_batch *b)
+{
+    run_state *rs = ctx;
+    for (int i = 0; i < rs->n; i++) {
+        if (!rs->active[i] || !rs->list[i]->consume)
+            continue;
+        double t0 = sp_clock_seconds();
+        SP_TRY(rs->list[i]->consume(a, rs->state[i], b));
+        a->be->sync();
+        rs->seconds_pass[i] += sp_clock_seconds() - t0;
+    }
+    return SP_OK;
+}
+
+/* The summary group "run": sizes, stage times, peak memory; and the stage table on stdout. */
+static sp_status record_run(const sp_analysis *a, const run_state *rs, double seconds_input, double seconds_total,
+                            int quiet)
+{
+    sp_report *r = a->report;
+    double peak = sp_analyze_peak_rss_mib();
+    SP_TRY(sp_report_set_scalar(r, "run", "n_seqs", a->n_seqs));
+    SP_TRY(sp_report_set_scalar(r, "run", "seq_len", a->seq_len));
+    SP_TRY(sp_report_set_scalar(r, "run", "n_tokens", (double)a->n_seqs * a->seq_len));
+    SP_TRY(sp_report_set_scalar(r, "run", "seconds_input", seconds_input));
+    if (!quiet)
+        printf("%-34s %8s\n%-34s %8.3f\n", "stage", "seconds", a->model ? "forward passes" : "dump reads",
+               seconds_input);
+    for (int i = 0; i < rs->n; i++) {
+        if (!rs->active[i])
+            continue;
+        const char *name = rs->list[i]->name;
+        char key[160];
+        if (rs->list[i]->consume) { /* streaming analyzers: their share of the pass */
+            snprintf(key, sizeof key, "seconds_pass_%s", name);
+            SP_TRY(sp_report_set_scalar(r, "run", key, rs->seconds_pass[i]));
+            if (!quiet)
+                printf("%-20s %-13s %8.3f\n", name, "(pass)", rs->seconds_pass[i]);
+        }
+        snprintf(key, sizeof key, "seconds_finish_%s", name);
+        SP_TRY(sp_report_set_scalar(r, "run", key, rs->seconds_finish[i]));
+        if (!quiet)
+            printf("%-20s %-13s %8.3f\n", name, "(finish)", rs->seconds_finish[i]);
+    }
+    SP_TRY(sp_report_set_scalar(r, "run", "seconds_total", seconds_total));
+    SP_TRY(sp_report_set_scalar(r, "run", "peak_rss_mib", peak));
+    if (!quiet)
+        printf("%-34s %8.3f\npeak memory: %.1f MiB (maximum resident set size of the process)\n", "total",
+               seconds_total, peak);
+    return SP_OK;
+}
+
+static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_start)
+{
+    unsigned load = 0;
+    int n_consumers = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const sp_analyzer *an = rs->list[i];
+        if (!rs->active[i])
+            continue;
+        const char *reason = unmet_need(a, an);
+        if (reason) {
+            rs->active[i] = 0;
+            SP_TRY(sp_report_skip(a->report, an->name, reason));
+            if (!quiet)
+                fprintf(stderr, "analyze: skipped %s: %s\n", an->name, reason);
+            continue;
+        }
+        if (an->begin)
+            SP_TRY(an->begin(a, &rs->state[i]));
+        if (an->consume) {
+            load |= an->needs;
+            n_consumers++;
+        }
+    }
+    struct sp_pass pass;
+    SP_TRY(sp_pass_init(&pass, a, load, quiet));
+    a->pass = &pass;
+    sp_status st = n_consumers ? sp_pass_run(a, "streaming pass, batch", consume_all, rs) : SP_OK;
+    for (int i = 0; i < rs->n && st == SP_OK; i++) {
+        if (!rs->active[i])
+            continue;
+        if (!quiet)
+            fprintf(stderr, "analyze: %s\n", rs->list[i]->name);
+        double t0 = sp_clock_seconds();
+        void *state = rs->state[i];
+        rs->state[i] = NULL; /* finish frees it whatever the outcome */
+        st = rs->list[i]->finish(a, state);
+        a->be->sync();
+        rs->seconds_finish[i] = sp_clock_seconds() - t0;
+    }
+    double seconds_input = pass.seconds_input;
+    a->pass = NULL;
+    sp_pass_free(&pass);
+    if (st == SP_OK)
+        st = record_run(a, rs, seconds_input, sp_clock_seconds() - t_start, quiet);
+    return st;
+}
+
+sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int quiet)
+{
+    double t_start = sp_clock_seconds();
+    int n = sp_n_analyzers;
+    run_state rs = {.n = n, .list = sp_analyzers};
+    rs.state = sp_calloc((size_t)n, sizeof *rs.state, "analyzer states");
+    rs.active = sp_malloc((size_t)n, "analyzer states");
+    rs.seconds_pass = sp_calloc((size_t)n, sizeof(double), "analyzer times");
+    rs.seconds_finish = sp_calloc((size_t)n, sizeof(double), "analyzer times");
+    sp_status st = rs.state && rs.active && rs.seconds_pass && rs.seconds_finish ? SP_OK : SP_ERR_NOMEM;
+    if (st == SP_OK) {
+        memcpy(rs.active, selected, (size_t)n);
+        st = execute(a, &rs, quiet, t_start);
+    }
+    for (int i = 0; rs.state && i < n; i++)
+        if (rs.state[i] && rs.list[i]->discard)
+            rs.list[i]->discard(rs.state[i]);
+    free(rs.state);
+    free(rs.active);
+    free(rs.seconds_pass);
+    free(rs.seconds_finish);
+    return st;
+}
+
+/* ---- stages 1, 2 and 4 ---- */
+
+typedef struct {
+    sp_model *model;
+    sp_ckpt_meta meta;
+    sp_dump *dump;
+    int32_t *dump_tokens;
+    sp_eval_set eval;
+    char eval_desc[2048];
+} loaded_input;
+
+static void loaded_free(loaded_input *in)
+{
+    sp_model_free(in->model);
+    sp_ckpt_meta_free(&in->meta);
+    sp_dump_close(in->dump);
+    free(in->dump_tokens);
+    sp_eval_set_free(&in->eval);
+}
+
+/* The format attribute of an HDF5 input. */
+static sp_status input_format(const char *path, char *format, size_t len)
+{
+    hid_t file;
+    SP_TRY(sp_h5_open(path, &file));
+    int major, minor;
+    sp_status st = sp_h5_read_format(file, format, len, &major, &minor);
+    H5Fclose(file);
+    return st;
+}
+
+static int has_slot(const sp_config *cfg, const char *slot)
+{
+    for (int l = 0; l < cfg->n_layers; l++)
+        if (sp_recipe_slot(sp_recipe_for_layer(cfg, l), slot) >= 0)
+            return 1;
+    return 0;
+}
+
+static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
+{
+    SP_TRY(sp_ckpt_load(job->input, be, &in->model, &in->meta));
+    const sp_config *cfg = &in->meta.cfg;
+    int seq_len = job->opts.seq_len ? job->opts.seq_len : (cfg->max_seq_len < 256 ? cfg->max_seq_len : 256);
+    if (seq_len > cfg->max_seq_len)
+        return sp_error(SP_ERR_USAGE, "--seq-len %d is longer than the model's max_seq_len %d", seq_len,
+                        cfg->max_seq_len);
+    /* without a stored tokenizer meta holds the bytes one, right for a vocabulary of 256 */
+    const sp_tokenizer *tok = in->meta.has_tokenizer || cfg->vocab_size == 256 ? &in->meta.tokenizer : NULL;
+    const char *data = job->tokens ? NULL : job->data ? job->data : SP_ANALYZE_DEFAULT_DATA;
+    SP_TRY(sp_eval_set_load(data, job->tokens, tok, cfg->vocab_size, seq_len, job->opts.n_tokens,
+                            (uint64_t)job->opts.seed, &in->eval));
+    snprintf(in->eval_desc, sizeof in->eval_desc, "%s", in->eval.description);
+    *a = (sp_analysis){.be = be, .model = in->model, .n_layers = cfg->n_layers,
+                       .n_streams = sp_config_n_streams(cfg), .d_model = cfg->d_model, .d_ff = cfg->d_ff,
+                       .vocab_size = cfg->vocab_size, .has_latents = 1,
+                       .has_presums = has_slot(cfg, "sum_a") || has_slot(cfg, "sum_z"), .tokens = in->eval.tokens,
+                       .targets = in->eval.targets, .n_seqs = in->eval.n_seqs, .seq_len = seq_len};
+    return SP_OK;
+}
+
+static sp_status load_dump(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
+{
+    if (job->data || job->tokens)
+        return sp_error(SP_ERR_USAGE, "%s is an activation dump: it brings its own tokens (drop --%s)", job->input,
+                        job->data ? "data" : "tokens");
+    SP_TRY(sp_dump_open(job->input, &in->dump));
+    const sp_dump_info *info = sp_dump_get_info(in->dump);
+    if (job->opts.seq_len && job->opts.seq_len != info->seq_len)
+        return sp_error(SP_ERR_USAGE, "--seq-len %d differs from the dump's seq_len %d (a dump has its own)",
+                        job->opts.seq_len, info->seq_len);
+    in->dump_tokens = sp_malloc((size_t)sp_dump_rows(in->dump) * sizeof *in->dump_tokens, "dump tokens");
+    if (!in->dump_tokens)
+        return SP_ERR_NOMEM;
+    SP_TRY(sp_dump_read_tokens(in->dump, in->dump_tokens));
+    int64_t wanted = (job->opts.n_tokens + info->seq_len - 1) / info->seq_len;
+    int n_seqs = wanted < info->batch ? (int)wanted : info->batch;
+    snprintf(in->eval_desc, sizeof in->eval_desc, "activation dump: its first %d of %d sequences of %d tokens%s "
+             "(source: %s)", n_seqs, info->batch, info->seq_len,
+             wanted > info->batch ? " (fewer than the requested n_tokens)" : "", info->source);
+    *a = (sp_analysis){.be = be, .dump = in->dump, .n_layers = info->n_layers, .n_streams = info->n_streams,
+                       .d_model = info->d_model, .d_ff = info->d_ff, .vocab_size = info->vocab_size,
+                       .has_latents = info->has_ffn_latent, .has_presums = info->has_sum_a || info->has_sum_z,
+                       .tokens = in->dump_tokens, .n_seqs = n_seqs, .seq_len = info->seq_len};
+    return SP_OK;
+}
+
+/* Every option of the run as a JSON object text (free()). */
+static char *options_json(const sp_analyze_job *job, const char *input_kind)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "input", job->input);
+    cJSON_AddStringToObject(o, "input_kind", input_kind);
+    cJSON_AddStringToObject(o, "device", job->device ? job->device : "auto");
+    if (job->tokens)
+        cJSON_AddStringToObject(o, "tokens", job->tokens);
+    else if (strcmp(input_kind, "checkpoint") == 0)
+        cJSON_AddStringToObject(o, "data", job->data ? job->data : SP_ANALYZE_DEFAULT_DATA);
+    sp_fields_to_json(&sp_analyze_option_table, &job->opts, o);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *selected, const char *kind,
+                            loaded_input *in, sp_analysis *a)
+{
+    a->opts = &job->opts;
+    a->batch = job->opts.batch < a->n_seqs ? job->opts.batch : a->n_seqs;
+    char *opts = options_json(job, kind);
+    if (!opts)
+        return sp_error(SP_ERR_NOMEM, "out of memory writing the options");
+    sp_report_provenance prov = {.input_path = job->input, .options_json = opts, .eval_set = in->eval_desc};
+    sp_status st = sp_report_create(job->out, &prov, &a->report);
+    free(opts);
+    SP_TRY(st);
+    if (!job->quiet)
+        fprintf(stderr, "analyze: %s (%s), %d layers x %d stream(s), %d sequences x %d tokens on %s\n", job->input,
+                kind, a->n_layers, a->n_streams, a->n_seqs, a->seq_len, a->be->name);
+    /* the checkpoint's training status, so `spanprobe check` can see a diverged run */
+    st = sp_analyze_record_train_state(a->report, &in->meta.train);
+    if (st == SP_OK)
+        st = sp_analyze_execute(a, selected, job->quiet);
+    if (st != SP_OK) {
+        sp_report_abort(a->report);
+        return st;
+    }
+    return sp_report_commit(a->report);
+}
+
+sp_status sp_analyze_run(const sp_analyze_job *job)
+{
+    SP_TRY(sp_analyze_options_validate(&job->opts, "analyze options"));
+    if (job->data && job->tokens)
+        return sp_error(SP_ERR_USAGE, "expected at most one of --data FILE and --tokens FILE");
+    unsigned char selected[64];
+    if (sp_n_analyzers > (int)sizeof selected)
+        return sp_error(SP_ERR_INTERNAL, "analyze: %d analyzers exceed the selection table", sp_n_analyzers);
+    SP_TRY(sp_analyze_select(job->opts.metrics, selected));
+    if (job->csv_dir)
+        SP_TRY(sp_csv_prepare_dir(job->csv_dir));
+    char format[64];
+    SP_TRY(input_format(job->input, format, sizeof format));
+    const int is_ckpt = strcmp(format, SP_CKPT_FORMAT) == 0, is_dump = strcmp(format, SP_DUMP_FORMAT) == 0;
+    if (!is_ckpt && !is_dump)
+        return sp_error(SP_ERR_INPUT, "%s: format '%s' (expected %s or %s)", job->input, format, SP_CKPT_FORMAT,
+                        SP_DUMP_FORMAT);
+    const sp_backend *be = NULL;
+    SP_TRY(sp_backend_select(job->device ? job->device : "auto", &be));
+
+    loaded_input in = {0};
+    sp_ckpt_meta_init(&in.meta);
+    sp_analysis a;
+    sp_status st = is_ckpt ? load_checkpoint(job, be, &in, &a) : load_dump(job, be, &in, &a);
+    if (st == SP_OK)
+        st = run_loaded(job, selected, is_ckpt ? "checkpoint" : "activation dump", &in, &a);
+    loaded_free(&in);
+    SP_TRY(st);
+    char *summary = sp_report_summary_path(job->out);
+    if (!job->quiet)
+        printf("wrote %s and %s\n", job->out, summary ? summary : "its summary");
+    free(summary);
+    if (job->csv_dir) {
+        int n_files = 0;
+        SP_TRY(sp_report_export_csv(job->out, job->csv_dir, &n_files));
+        if (!job->quiet)
+            printf("wrote %d CSV tables into %s\n", n_files, job->csv_dir);
+    }
+    return SP_OK;
+}

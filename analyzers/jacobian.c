@@ -1,0 +1,436 @@
+/* analyzers/jacobian.c: "jacobian", the block Jacobians of the model around one evaluation
+ * sequence (the first, of seq_len tokens, batch 1), from exact JVPs and VJPs
+ * (analyzers/block_jacobian.h):
+ *   - sigma_max(J_l) of every block by power iteration on J^T J (analyzers/linop.h), and the top-k
+ *     singular values by subspace iteration (a forward pass over k copies of the sequence carries
+ *     the k vectors in one JVP/VJP);
+ *   - end to end, sigma_max(d h_L / d h_l) for every l, by power iteration through the chain of
+ *     blocks l..L-1;
+ *   - token-local J_t = d x_{l+1}[t] / d x_l[t], built explicitly at jac_tokens positions drawn
+ *     without replacement (seeded), fp64 SVD: sigma_max(J_t) and ||J_t||_F / sqrt(n), n = S d the
+ *     map's dimension;
+ *   - the SpanNorm theory terms: sigma_A, sigma_Z (the scale the block's norms divide the sums by),
+ *     ||W_2 W_1||_2, ||W_O W_V||_2 as the estimate of ||W_O J_attn||, and the paper's bound
+ *     (1 / sigma_Z)(1 + ||W_2 W_1|| (1 + ||W_O J_attn||) / sigma_A). docs/metrics.md states the
+ *     choices. For siamese every map is the joint one, (X, Y) -> (X', Y'). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/block_jacobian.h"
+#include "analyzers/linalg.h"
+#include "analyzers/model_eval.h"
+#include "analyzers/progress.h"
+#include "core/rng.h"
+
+#define NAME "jacobian"
+
+typedef struct {
+    int L, S, d, T, k, n_tok;
+    double *sigma_max, *sigma_iters;  /* [L] */
+    double *topk, *topk_iters;        /* [L, k], [L] */
+    double *e2e, *e2e_iters;          /* [L] */
+    double *tok_pos;                  /* [n_tok] */
+    double *tok_sigma, *tok_frob;     /* [L, n_tok] */
+    double *sigma_a, *sigma_z;        /* [L], NaN where the block has no such sum */
+    double *w2w1, *w2w3, *wo_wv, *bound; /* [L]; w2w3 NaN for GELU, bound NaN without both sums */
+    int not_converged;                /* iterations that hit power_iters */
+    sp_progress progress;             /* units: 3 per block (sigma_max, end to end, top-k), 1 per position */
+    int64_t done;
+} jac_result;
+
+static void step(jac_result *j)
+{
+    sp_progress_update(&j->progress, ++j->done, 3 * (int64_t)j->L + j->n_tok);
+}
+
+/* A distinct seed for each iteration run, derived from the analysis seed. */
+static uint64_t run_seed(const sp_analysis *a, int kind, int l)
+{
+    return (uint64_t)a->opts->seed * 0x9E3779B97F4A7C15ull + (uint64_t)kind * 1000003u + (uint64_t)l;
+}
+
+/* The top k singular values of op from a random start, or refined from the start vectors in v
+ * (when not NULL; they end as the final right singular vectors). */
+static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, int k, uint64_t seed, double *v,
+                            double *sigma, double *iters)
+{
+    sp_linop_stats stats;
+    const int max_iters = a->opts->power_iters;
+    const double tol = a->opts->power_tol;
+    SP_TRY(v ? sp_linop_refine_singvals(op, k, max_iters, tol, seed, v, sigma, &stats)
+             : sp_linop_top_singvals(op, k, max_iters, tol, seed, sigma, &stats));
+    *iters = stats.iters;
+    j->not_converged += !stats.converged;
+    return SP_OK;
+}
+
+/* The scale a norm divides sum by, over the sequence: sqrt(mean over tokens of the per-token
+ * variance over features) for LayerNorm, sqrt(mean of squares) for RMSNorm. NaN without the sum. */
+static sp_status sum_scale(const sp_model *m, int l, const char *slot, int rows, double *scale)
+{
+    *scale = NAN;
+    const sp_real *x = sp_model_slot(m, l, slot);
+    if (!x)
+        return SP_OK;
+    const sp_config *cfg = sp_model_config(m);
+    const size_t d = (size_t)cfg->d_model, n = (size_t)rows * d;
+    sp_real *host = sp_malloc(n * sizeof *host, "pre-normalization sum");
+    if (!host)
+        return SP_ERR_NOMEM;
+    sp_model_backend(m)->download(host, x, n * sizeof *host);
+    double acc = 0;
+    for (int r = 0; r < rows; r++) {
+        double mean = 0, sq = 0;
+        for (size_t i = 0; i < d; i++)
+            mean += host[r * d + i];
+        mean /= (double)d;
+        for (size_t i = 0; i < d; i++) {
+            double c = host[r * d + i] - (cfg->norm == SP_NORM_LAYERNORM ? mean : 0);
+            sq += c * c;
+        }
+        acc += sq / (double)d;
+    }
+    free(host);
+    *scale = sqrt(acc / rows);
+    return SP_OK;
+}
+
+/* sigma_max(d h_L / d h_l) from l = L-1 down to 0. The chain from l starts from J_l^T v, v the top
+ * right singular vector of the chain from l + 1 (exact when J_l is a multiple of an orthogonal map,
+ * close for near-identity blocks), which saves most iterations; the last block starts at random. */
+static sp_status measure_end_to_end(const sp_analysis *a, jac_result *j, sp_block_op *op)
+{
+    const size_t n = (size_t)j->S * (size_t)j->T * (size_t)j->d;
+    double *v = sp_malloc(2 * n * sizeof *v, "end-to-end singular vectors");
+    if (!v)
+        return SP_ERR_NOMEM;
+    double *start = v + n;
+    sp_rng rng;
+    sp_rng_seed(&rng, run_seed(a, 2, 0));
+    for (size_t i = 0; i < n; i++)
+        v[i] = sp_rng_normal(&rng);
+    sp_status st = SP_OK;
+    for (int l = j->L - 1; l >= 0 && st == SP_OK; l--) {
+        if (l < j->L - 1) {
+            sp_linop block = sp_block_op_linop(op, l, l + 1);
+            st = block.apply_t(block.ctx, 1, v, start);
+            memcpy(v, start, n * sizeof *v);
+        }
+        sp_linop chain = sp_block_op_linop(op, l, j->L);
+        if (st == SP_OK)
+            st = top_values(a, j, &chain, 1, run_seed(a, 2, l + 1), v, &j->e2e[l], &j->e2e_iters[l]);
+        step(j);
+    }
+    free(v);
+    return st;
+}
+
+/* Batch 1 over the sequence: sigma_max of each block, end to end, and the sums' scales. */
+static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
+{
+    sp_model *m = a->model;
+    SP_TRY(sp_block_forward_copies(m, a->tokens, j->T, 1));
+    for (int l = 0; l < j->L; l++) {
+        SP_TRY(sum_scale(m, l, "sum_a", j->T, &j->sigma_a[l]));
+        SP_TRY(sum_scale(m, l, "sum_z", j->T, &j->sigma_z[l]));
+    }
+    sp_block_op op;
+    SP_TRY(sp_block_op_init(&op, m, 1, j->T));
+    sp_status st = SP_OK;
+    for (int l = 0; l < j->L && st == SP_OK; l++) {
+        sp_linop block = sp_block_op_linop(&op, l, l + 1);
+        st = top_values(a, j, &block, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
+        step(j);
+    }
+    if (st == SP_OK)
+        st = measure_end_to_end(a, j, &op);
+    sp_block_op_free(&op);
+    return st;
+}
+
+/* k copies of the sequence: the top-k singular values of each block. */
+static sp_status measure_topk(const sp_analysis *a, jac_result *j)
+{
+    SP_TRY(sp_block_forward_copies(a->model, a->tokens, j->T, j->k));
+    sp_block_op op;
+    SP_TRY(sp_block_op_init(&op, a->model, j->k, j->T));
+    sp_status st = SP_OK;
+    for (int l = 0; l < j->L && st == SP_OK; l++) {
+        sp_linop block = sp_block_op_linop(&op, l, l + 1);
+        st = top_values(a, j, &block, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k, &j->topk_iters[l]);
+        step(j);
+    }
+    sp_block_op_free(&op);
+    return st;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double p = *(const double *)x, q = *(const double *)y;
+    return (p > q) - (p < q);
+}
+
+/* n_tok distinct positions of 0..T-1 (a seeded partial shuffle), ascending. */
+static sp_status draw_positions(const sp_analysis *a, jac_result *j)
+{
+    int *all = sp_malloc((size_t)j->T * sizeof *all, "token positions");
+    if (!all)
+        return SP_ERR_NOMEM;
+    for (int i = 0; i < j->T; i++)
+        all[i] = i;
+    sp_rng rng;
+    sp_rng_seed(&rng, run_seed(a, 4, 0));
+    for (int i = 0; i < j->n_tok; i++) {
+        int pick = i + (int)sp_rng_below(&rng, (uint64_t)(j->T - i));
+        int tmp = all[i];
+        all[i] = all[pick];
+        all[pick] = tmp;
+        j->tok_pos[i] = all[i];
+    }
+    free(all);
+    qsort(j->tok_pos, (size_t)j->n_tok, sizeof *j->tok_pos, cmp_double);
+    return SP_OK;
+}
+
+/* J_t at every drawn position, all blocks at once, then its spectral and normalized Frobenius norms. */
+static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
+{
+    SP_TRY(draw_positions(a, j));
+    const int n = j->S * j->d;
+    const size_t nn = (size_t)n * (size_t)n;
+    int max_rows = a->batch * a->seq_len;
+    double *jt = sp_malloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
+    double *s = jt ? sp_malloc((size_t)n * sizeof *s, "token-local singular values") : NULL;
+    sp_status st = s ? SP_OK : SP_ERR_NOMEM;
+    for (int i = 0; i < j->n_tok && st == SP_OK; i++) {
+        const int t = (int)j->tok_pos[i];
+        st = sp_block_token_jacobians(a->model, a->tokens, t + 1, max_rows, jt);
+        for (int l = 0; l < j->L && st == SP_OK; l++) {
+            st = sp_linalg_singvals(n, n, jt + (size_t)l * nn, s);
+            double ss = 0;
+            for (int e = 0; e < n; e++)
+                ss += s[e] * s[e];
+            j->tok_sigma[(size_t)l * j->n_tok + i] = s[0];
+            j->tok_frob[(size_t)l * j->n_tok + i] = sqrt(ss / n);
+        }
+        step(j);
+    }
+    free(jt);
+    free(s);
+    return st;
+}
+
+/* ||x y||_2 for x [rows, inner] and y [inner, cols], row-major, fp64. */
+static sp_status product_norm(int rows, int inner, int cols, const double *x, const double *y, double *norm)
+{
+    double *p = sp_malloc((size_t)rows * (size_t)cols * sizeof *p, "weight product");
+    if (!p)
+        return SP_ERR_NOMEM;
+    sp_linalg_matmul(rows, cols, inner, x, y, p);
+    sp_status st = sp_linalg_spectral_norm(rows, cols, p, norm);
+    free(p);
+    return st;
+}
+
+static int block_param(const sp_model *m, int l, const char *leaf)
+{
+    char name[SP_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "blocks/%d/%s", l, leaf);
+    return sp_model_find_param(m, name);
+}
+
+/* W_V expanded to one [head_dim, d] block per query head (grouped-query heads share a kv head), so
+ * W_O W_V' is the value path of attention with every token attending to itself. */
+static double *expand_wv(const sp_config *cfg, const double *wv)
+{
+    const int d = cfg->d_model, hd = sp_config_head_dim(cfg), group = cfg->n_heads / cfg->n_kv_heads;
+    double *out = sp_malloc((size_t)d * (size_t)d * sizeof *out, "expanded W_V");
+    if (out)
+        for (int h = 0; h < cfg->n_heads; h++)
+            memcpy(out + (size_t)h * hd * d, wv + (size_t)(h / group) * hd * d, (size_t)hd * d * sizeof *out);
+    return out;
+}
+
+static sp_status weight_terms(const sp_analysis *a, jac_result *j, int l)
+{
+    sp_model *m = a->model;
+    const sp_config *cfg = sp_model_config(m);
+    const int d = cfg->d_model, dff = cfg->d_ff, i3 = block_param(m, l, "ffn/w3");
+    double *w1 = sp_eval_param_f64(m, block_param(m, l, "ffn/w1"));
+    double *w2 = sp_eval_param_f64(m, block_param(m, l, "ffn/w2"));
+    double *w3 = i3 >= 0 ? sp_eval_param_f64(m, i3) : NULL;
+    double *wo = sp_eval_param_f64(m, block_param(m, l, "attn/wo"));
+    double *wv = sp_eval_param_f64(m, block_param(m, l, "attn/wv"));
+    double *wv_full = wv ? expand_wv(cfg, wv) : NULL;
+    sp_status st = w1 && w2 && (w3 || i3 < 0) && wo && wv_full ? SP_OK : SP_ERR_NOMEM;
+    if (st == SP_OK)
+        st = product_norm(d, dff, d, w2, w1, &j->w2w1[l]);
+    j->w2w3[l] = NAN;
+    if (st == SP_OK && w3)
+        st = product_norm(d, dff, d, w2, w3, &j->w2w3[l]);
+    if (st == SP_OK)
+        st = product_norm(d, d, d, wo, wv_full, &j->wo_wv[l]);
+    /* NaN (no sum) propagates: the bound exists where the block has both sums */
+    j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
+    double *all[] = {w1, w2, w3, wo, wv, wv_full};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        free(all[i]);
+    return st;
+}
+
+static double mean_of(int n, const double *x, int skip_nan)
+{
+    double s = 0;
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        if (!(skip_nan && isnan(x[i]))) {
+            s += x[i];
+            count++;
+        }
+    return count ? s / count : NAN;
+}
+
+static double max_of(int n, const double *x)
+{
+    double best = -INFINITY;
+    for (int i = 0; i < n; i++)
+        best = x[i] > best ? x[i] : best;
+    return n ? best : NAN;
+}
+
+static double min_of(int n, const double *x)
+{
+    double best = INFINITY;
+    for (int i = 0; i < n; i++)
+        best = x[i] < best ? x[i] : best;
+    return n ? best : NAN;
+}
+
+typedef struct {
+    const char *name;
+    int rank;
+    int64_t shape[2];
+    const double *data;
+    const char *units, *shape_desc, *description;
+} array_spec;
+
+static sp_status write_result(const sp_analysis *a, const jac_result *j)
+{
+    sp_report *r = a->report;
+    const int L = j->L, nt = j->n_tok;
+    double *per_layer = sp_malloc((size_t)4 * L * sizeof *per_layer, "token-local summaries");
+    if (!per_layer)
+        return SP_ERR_NOMEM;
+    double *ts_mean = per_layer, *ts_max = per_layer + L, *tf_mean = per_layer + 2 * L, *tf_max = per_layer + 3 * L;
+    for (int l = 0; l < L; l++) {
+        ts_mean[l] = mean_of(nt, j->tok_sigma + (size_t)l * nt, 0);
+        ts_max[l] = max_of(nt, j->tok_sigma + (size_t)l * nt);
+        tf_mean[l] = mean_of(nt, j->tok_frob + (size_t)l * nt, 0);
+        tf_max[l] = max_of(nt, j->tok_frob + (size_t)l * nt);
+    }
+    const array_spec arrays[] = {
+        {"sigma_max", 1, {L}, j->sigma_max, "1", "[block]", "sigma_max(J_l) of block l over the whole sequence (power iteration)"},
+        {"sigma_max_iters", 1, {L}, j->sigma_iters, "iterations", "[block]", "power iterations taken for sigma_max"},
+        {"topk", 2, {L, j->k}, j->topk, "1", "[block, k]", "top-k singular values of J_l, descending (subspace iteration)"},
+        {"topk_iters", 1, {L}, j->topk_iters, "iterations", "[block]", "subspace iterations taken for topk"},
+        {"e2e_sigma_max", 1, {L}, j->e2e, "1", "[block]", "sigma_max(d h_L / d h_l), l = 0..L-1 (power iteration)"},
+        {"e2e_iters", 1, {L}, j->e2e_iters, "iterations", "[block]", "power iterations taken for e2e_sigma_max"},
+        {"token_positions", 1, {nt}, j->tok_pos, "position", "[token]", "positions t of the token-local Jacobians"},
+        {"token_sigma_max", 2, {L, nt}, j->tok_sigma, "1", "[block, token]", "sigma_max(J_t), J_t = dx_{l+1}[t]/dx_l[t]"},
+        {"token_frob", 2, {L, nt}, j->tok_frob, "1", "[block, token]", "||J_t||_F / sqrt(n), n = streams x d_model"},
+        {"token_sigma_max_mean", 1, {L}, ts_mean, "1", "[block]", "mean over tokens of sigma_max(J_t)"},
+        {"token_sigma_max_max", 1, {L}, ts_max, "1", "[block]", "max over tokens of sigma_max(J_t)"},
+        {"token_frob_mean", 1, {L}, tf_mean, "1", "[block]", "mean over tokens of ||J_t||_F / sqrt(n)"},
+        {"token_frob_max", 1, {L}, tf_max, "1", "[block]", "max over tokens of ||J_t||_F / sqrt(n)"},
+        {"sigma_a", 1, {L}, j->sigma_a, "1", "[block]",
+         "scale of sum_a: sqrt(mean over tokens of its variance over features) (RMSNorm: of its mean square); NaN: no sum_a"},
+        {"sigma_z", 1, {L}, j->sigma_z, "1", "[block]", "scale of sum_z, as sigma_a; NaN: no sum_z"},
+        {"ffn_w2w1_norm", 1, {L}, j->w2w1, "1", "[block]", "||W_2 W_1||_2 (SwiGLU: W_1 is the gate)"},
+        {"ffn_w2w3_norm", 1, {L}, j->w2w3, "1", "[block]", "||W_2 W_3||_2 (SwiGLU up path; NaN for GELU)"},
+        {"attn_wo_wv_norm", 1, {L}, j->wo_wv, "1", "[block]",
+         "||W_O W_V||_2 with W_V expanded per query head: the estimate of ||W_O J_attn||"},
+        {"bound", 1, {L}, j->bound, "1", "[block]",
+         "(1/sigma_z)(1 + ||W_2 W_1|| (1 + ||W_O W_V||) / sigma_a), the SpanNorm bound; NaN without both sums"},
+    };
+    sp_status st = SP_OK;
+    for (size_t i = 0; i < SP_ARRAY_LEN(arrays) && st == SP_OK; i++)
+        st = sp_report_write_array(r, NAME, arrays[i].name, arrays[i].rank, arrays[i].shape, arrays[i].data,
+                                   &(sp_report_array_attrs){arrays[i].units, arrays[i].shape_desc, arrays[i].description});
+    double ratio_sum = 0;
+    int n_bound = 0;
+    for (int l = 0; l < L; l++)
+        if (isfinite(j->bound[l])) {
+            ratio_sum += j->bound[l] / j->sigma_max[l];
+            n_bound++;
+        }
+    const struct {
+        const char *key;
+        double value;
+    } scalars[] = {
+        {"sigma_max_mean", mean_of(L, j->sigma_max, 0)},
+        {"sigma_max_max", max_of(L, j->sigma_max)},
+        {"sigma_max_min", min_of(L, j->sigma_max)},
+        {"e2e_sigma_max_first", j->e2e[0]},
+        {"e2e_sigma_max_min", min_of(L, j->e2e)},
+        {"token_sigma_max_mean", mean_of(L, ts_mean, 0)},
+        {"token_sigma_max_max", max_of(L, ts_max)},
+        {"token_frob_mean", mean_of(L, tf_mean, 0)},
+        {"token_frob_max", max_of(L, tf_max)},
+        {"sigma_a_mean", mean_of(L, j->sigma_a, 1)},
+        {"sigma_z_mean", mean_of(L, j->sigma_z, 1)},
+        {"bound_over_sigma_max_mean", n_bound ? ratio_sum / n_bound : NAN},
+        {"not_converged", j->not_converged},
+        {"seq_len", j->T},
+        {"n_token_positions", nt},
+    };
+    for (size_t i = 0; i < SP_ARRAY_LEN(scalars) && st == SP_OK; i++)
+        st = sp_report_set_scalar(r, NAME, scalars[i].key, scalars[i].value);
+    free(per_layer);
+    return st;
+}
+
+static sp_status jacobian_finish(const sp_analysis *a, void *state)
+{
+    (void)state;
+    jac_result j = {.L = a->n_layers, .S = a->n_streams, .d = a->d_model, .T = a->seq_len};
+    const int64_t n = (int64_t)j.S * j.T * j.d;
+    j.k = a->opts->topk < n ? a->opts->topk : (int)n;
+    j.n_tok = a->opts->jac_tokens < j.T ? a->opts->jac_tokens : j.T;
+    const size_t L = (size_t)j.L, per_layer = 11;
+    const size_t total = L * per_layer + L * (size_t)j.k + (size_t)j.n_tok * (1 + 2 * L);
+    double *buf = sp_malloc(total * sizeof *buf, "Jacobian results");
+    if (!buf)
+        return SP_ERR_NOMEM;
+    double **layer_arrays[] = {&j.sigma_max, &j.sigma_iters, &j.topk_iters, &j.e2e, &j.e2e_iters, &j.sigma_a,
+                               &j.sigma_z, &j.w2w1, &j.w2w3, &j.wo_wv, &j.bound};
+    double *at = buf;
+    for (size_t i = 0; i < per_layer; i++, at += L)
+        *layer_arrays[i] = at;
+    j.topk = at;
+    j.tok_pos = j.topk + L * (size_t)j.k;
+    j.tok_sigma = j.tok_pos + j.n_tok;
+    j.tok_frob = j.tok_sigma + L * (size_t)j.n_tok;
+
+    sp_progress_start(&j.progress, NAME, a->quiet);
+    sp_status st = measure_sequence(a, &j);
+    for (int l = 0; l < j.L && st == SP_OK; l++)
+        st = weight_terms(a, &j, l);
+    if (st == SP_OK)
+        st = measure_topk(a, &j);
+    if (st == SP_OK)
+        st = measure_tokens(a, &j);
+    sp_progress_end(&j.progress);
+    if (st == SP_OK)
+        st = write_result(a, &j);
+    free(buf);
+    return st;
+}
+
+const sp_analyzer sp_analyzer_jacobian = {
+    .name = NAME,
+    .description = "block Jacobians: sigma_max, top-k, end to end, token-local, SpanNorm theory terms",
+    .needs = SP_NEEDS_MODEL,
+    .finish = jacobian_finish,
+};

@@ -1,0 +1,49 @@
+#include "analyzers/model_eval.h"
+
+#include <stdlib.h>
+
+int sp_eval_n_batches(const sp_analysis *a) { return (a->n_seqs + a->batch - 1) / a->batch; }
+
+sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets)
+{
+    if (!a->targets)
+        return sp_error(SP_ERR_INTERNAL, "sp_eval_forward_batch: the evaluation set has no targets");
+    const int first = b * a->batch;
+    const int n = a->n_seqs - first < a->batch ? a->n_seqs - first : a->batch;
+    const size_t offset = (size_t)first * (size_t)a->seq_len, rows = (size_t)n * (size_t)a->seq_len;
+    SP_TRY(sp_model_forward(a->model, a->tokens + offset, a->targets + offset, n, a->seq_len, loss));
+    if (n_targets) {
+        double count = 0;
+        for (size_t r = 0; r < rows; r++)
+            count += a->targets[offset + r] >= 0;
+        *n_targets = count;
+    }
+    return SP_OK;
+}
+
+sp_status sp_eval_mean_loss(const sp_analysis *a, int n_batches, double *loss)
+{
+    double sum = 0, count = 0;
+    for (int b = 0; b < n_batches; b++) {
+        double batch_loss, batch_count;
+        SP_TRY(sp_eval_forward_batch(a, b, &batch_loss, &batch_count));
+        sum += batch_loss * batch_count;
+        count += batch_count;
+    }
+    *loss = sum / count;
+    return SP_OK;
+}
+
+double *sp_eval_param_f64(const sp_model *m, int i)
+{
+    const size_t n = sp_param_numel(sp_model_param_spec(m, i));
+    sp_real *host = sp_malloc(n * sizeof *host, "parameter host copy");
+    double *out = host ? sp_malloc(n * sizeof *out, "parameter float64 copy") : NULL;
+    if (out) {
+        sp_model_get_param(m, i, host);
+        for (size_t j = 0; j < n; j++)
+            out[j] = host[j];
+    }
+    free(host);
+    return out;
+}

@@ -1,0 +1,23 @@
+/* analyzers/model_eval.h: model passes for the analyzers that drive the model themselves
+ * (gradients, pruning), over the evaluation set of an sp_analysis with a model, and host copies of
+ * the weights.
+ *
+ * Batch b holds sequences [b * batch, min((b + 1) * batch, n_seqs)), so the last batch may be
+ * shorter. Losses are token-weighted: the mean over every counted target (>= 0) of the batches. */
+#ifndef SP_MODEL_EVAL_H
+#define SP_MODEL_EVAL_H
+
+#include "analyzers/analyzer.h"
+
+/* ceil(n_seqs / batch). */
+int sp_eval_n_batches(const sp_analysis *a);
+/* Forward pass over batch b with its targets; *loss gets the batch's mean loss, *n_targets (may be
+ * NULL) its number of counted targets. */
+sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets);
+/* The token-weighted mean loss over the first n_batches batches. */
+sp_status sp_eval_mean_loss(const sp_analysis *a, int n_batches, double *loss);
+
+/* A malloc'd float64 host copy of parameter i (NULL + SP_ERR_NOMEM recorded on failure). */
+double *sp_eval_param_f64(const sp_model *m, int i);
+
+#endif

@@ -1,0 +1,75 @@
+/* analyzers/options.c: the options of `spanprobe analyze` as a field table (core/fields.h): every
+ * field is a CLI option (--n-tokens 4096) and a key of a JSON config file, and the resolved options
+ * are recorded in every report's provenance. */
+#include "analyzers/analyzer.h"
+
+#include <stddef.h>
+
+#define F(field, type, help) {#field, type, offsetof(sp_analyze_options, field), NULL, help}
+static const sp_field analyze_fields[] = {
+    F(metrics, SP_FIELD_STRING, "comma-separated analyzers to run (empty: all)"),
+    F(n_tokens, SP_FIELD_INT64, "evaluation tokens (a checkpoint runs on ceil(n_tokens / seq_len) sequences; "
+                                "a dump's first sequences)"),
+    F(seq_len, SP_FIELD_INT, "tokens per evaluation sequence (0: min(max_seq_len, 256); a dump has its own)"),
+    F(batch, SP_FIELD_INT, "sequences per forward pass or dump read"),
+    F(seed, SP_FIELD_INT64, "seed of the evaluation windows and the random probes"),
+    F(topk, SP_FIELD_INT, "Jacobian: top-k singular values"),
+    F(power_iters, SP_FIELD_INT, "Jacobian: power-iteration cap"),
+    F(power_tol, SP_FIELD_DOUBLE, "Jacobian: power iteration stops at this relative change"),
+    F(jac_tokens, SP_FIELD_INT, "Jacobian: tokens sampled for the token-local Jacobians"),
+    F(center, SP_FIELD_BOOL, "similarity: subtract each layer's mean vector before the cosines (two passes)"),
+    F(last_token, SP_FIELD_BOOL, "similarity: the last token of each sequence only"),
+    F(cka_debiased, SP_FIELD_BOOL, "cka: also the debiased HSIC estimator"),
+    F(grad_batches, SP_FIELD_INT, "grad_norms: evaluation batches whose gradients are summed"),
+    F(prune_batches, SP_FIELD_INT, "pruning: evaluation batches per loss"),
+    F(singular_values, SP_FIELD_BOOL, "weights: also store the full singular values of every matrix"),
+    F(embed_uncentered, SP_FIELD_BOOL, "embed_spectrum: eigenvalues of E^T E / V instead of the covariance"),
+};
+#undef F
+const sp_field_table sp_analyze_option_table = {analyze_fields, (int)SP_ARRAY_LEN(analyze_fields)};
+
+void sp_analyze_options_defaults(sp_analyze_options *o)
+{
+    *o = (sp_analyze_options){
+        .metrics = "",
+        .n_tokens = 16384,
+        .seq_len = 0,
+        .batch = 8,
+        .seed = 1,
+        .topk = 8,
+        .power_iters = 100,
+        .power_tol = 1e-4,
+        .jac_tokens = 16,
+        .center = 0,
+        .last_token = 0,
+        .cka_debiased = 0,
+        .grad_batches = 1,
+        .prune_batches = 2,
+        .singular_values = 0,
+        .embed_uncentered = 0,
+    };
+}
+
+sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *where)
+{
+    const struct {
+        const char *name;
+        int64_t value, min, max;
+    } ranges[] = {
+        {"n_tokens", o->n_tokens, 1, INT64_C(1) << 40},
+        {"seq_len", o->seq_len, 0, 1 << 20},
+        {"batch", o->batch, 1, 1 << 20},
+        {"topk", o->topk, 1, 1 << 16},
+        {"power_iters", o->power_iters, 1, 1 << 24},
+        {"jac_tokens", o->jac_tokens, 1, 1 << 20},
+        {"grad_batches", o->grad_batches, 1, 1 << 20},
+        {"prune_batches", o->prune_batches, 1, 1 << 20},
+    };
+    for (size_t i = 0; i < SP_ARRAY_LEN(ranges); i++)
+        if (ranges[i].value < ranges[i].min || ranges[i].value > ranges[i].max)
+            return sp_error(SP_ERR_USAGE, "%s: %s = %lld (expected %lld..%lld)", where, ranges[i].name,
+                            (long long)ranges[i].value, (long long)ranges[i].min, (long long)ranges[i].max);
+    if (!(o->power_tol > 0 && o->power_tol < 1))
+        return sp_error(SP_ERR_USAGE, "%s: power_tol = %g (expected a number in (0, 1))", where, o->power_tol);
+    return SP_OK;
+}

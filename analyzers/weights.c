@@ -1,0 +1,217 @@
+/* analyzers/weights.c: "weights", the singular-value statistics of every block matrix, fp64 on the
+ * host: condition number kappa = sigma_max / sigma_min over the min(m, n) singular values (+inf,
+ * flagged, when sigma_min <= 1e-12 sigma_max), spectral norm sigma_max, and stable rank
+ * ||W||_F^2 / ||W||_2^2 = sum sigma_i^2 / sigma_max^2.
+ *
+ * Matrices, as stored ([out, in]): W_Q per query head and W_K, W_V per kv head ([head_dim, d_model]
+ * row slices; the table holds the median over heads, the heads_* arrays every head), W_O, W_1, W_2,
+ * W_3 (SwiGLU; NaN columns for GELU). With --singular-values every matrix's singular values are
+ * stored too. Summaries: means over blocks, and over the deepest half (blocks l >= floor(L/2)). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzers/linalg.h"
+#include "analyzers/model_eval.h"
+
+#define NAME "weights"
+#define KAPPA_FLOOR 1e-12
+
+enum { M_WQ, M_WK, M_WV, M_WO, M_W1, M_W2, M_W3, N_MATRICES };
+enum { S_KAPPA, S_SPECTRAL, S_STABLE, N_STATS };
+
+static const char *const matrix_names[N_MATRICES] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
+static const char *const matrix_leaves[N_MATRICES] = {"attn/wq", "attn/wk", "attn/wv", "attn/wo",
+                                                      "ffn/w1",  "ffn/w2",  "ffn/w3"};
+static const char *const stat_names[N_STATS] = {"kappa", "spectral_norm", "stable_rank"};
+
+typedef struct {
+    int L, n_heads, n_kv_heads;
+    double *table;         /* [N_STATS][L, N_MATRICES] */
+    double *heads[3];      /* wq, wk, wv: [L, heads, N_STATS] */
+} weight_result;
+
+/* Statistics of one matrix from its singular values s[k] (descending). */
+static void stats_of(int k, const double *s, double *out)
+{
+    double ss = 0;
+    for (int i = 0; i < k; i++)
+        ss += s[i] * s[i];
+    out[S_KAPPA] = s[k - 1] <= KAPPA_FLOOR * s[0] ? INFINITY : s[0] / s[k - 1];
+    out[S_SPECTRAL] = s[0];
+    out[S_STABLE] = ss / (s[0] * s[0]); /* NaN for the zero matrix */
+}
+
+static double *table_cell(const weight_result *w, int stat, int l, int mat)
+{
+    return &w->table[((size_t)stat * w->L + (size_t)l) * N_MATRICES + (size_t)mat];
+}
+
+/* Singular values of n_parts row slices of w [rows, cols] (each [rows / n_parts, cols]); their
+ * statistics into per_part [n_parts, N_STATS] and the singular values into sv [n_parts, k]. */
+static sp_status analyze_matrix(const double *w, int rows, int cols, int n_parts, double *per_part, double *sv)
+{
+    const int part_rows = rows / n_parts, k = part_rows < cols ? part_rows : cols;
+    double *copy = sp_malloc((size_t)part_rows * (size_t)cols * sizeof *copy, "weight matrix copy");
+    if (!copy)
+        return SP_ERR_NOMEM;
+    sp_status st = SP_OK;
+    for (int p = 0; p < n_parts && st == SP_OK; p++) {
+        memcpy(copy, w + (size_t)p * part_rows * cols, (size_t)part_rows * (size_t)cols * sizeof *copy);
+        st = sp_linalg_singvals(part_rows, cols, copy, sv + (size_t)p * k);
+        if (st == SP_OK)
+            stats_of(k, sv + (size_t)p * k, per_part + (size_t)p * N_STATS);
+    }
+    free(copy);
+    return st;
+}
+
+static sp_status write_singular_values(const sp_analysis *a, int l, int mat, int n_parts, int k, const double *sv)
+{
+    char name[64], desc[128];
+    snprintf(name, sizeof name, "sv_%d_%s", l, matrix_names[mat]);
+    snprintf(desc, sizeof desc, "singular values of block %d's %s%s, descending", l, matrix_names[mat],
+             n_parts > 1 ? " per head" : "");
+    const int64_t shape[2] = {n_parts, k};
+    return n_parts > 1 ? sp_report_write_array(a->report, NAME, name, 2, shape, sv,
+                                               &(sp_report_array_attrs){"1", "[head, k]", desc})
+                       : sp_report_write_array(a->report, NAME, name, 1, shape + 1, sv,
+                                               &(sp_report_array_attrs){"1", "[k]", desc});
+}
+
+static sp_status analyze_block_matrix(const sp_analysis *a, weight_result *w, int l, int mat)
+{
+    sp_model *m = a->model;
+    char pname[SP_PARAM_NAME_MAX];
+    snprintf(pname, sizeof pname, "blocks/%d/%s", l, matrix_leaves[mat]);
+    const int idx = sp_model_find_param(m, pname);
+    if (idx < 0) {
+        for (int s = 0; s < N_STATS; s++)
+            *table_cell(w, s, l, mat) = NAN;
+        return SP_OK;
+    }
+    const sp_param_spec *spec = sp_model_param_spec(m, idx);
+    const int rows = (int)spec->shape[0], cols = (int)spec->shape[1];
+    const int n_parts = mat == M_WQ ? w->n_heads : mat == M_WK || mat == M_WV ? w->n_kv_heads : 1;
+    const int part_rows = rows / n_parts, k = part_rows < cols ? part_rows : cols;
+    double *data = sp_eval_param_f64(m, idx);
+    double *per_part = data ? sp_malloc((size_t)n_parts * N_STATS * sizeof *per_part, "weight statistics") : NULL;
+    double *sv = per_part ? sp_malloc((size_t)n_parts * (size_t)k * sizeof *sv, "singular values") : NULL;
+    double *column = sv ? sp_malloc((size_t)n_parts * sizeof *column, "per-head statistic") : NULL;
+    sp_status st = column ? analyze_matrix(data, rows, cols, n_parts, per_part, sv) : SP_ERR_NOMEM;
+    for (int s = 0; s < N_STATS && st == SP_OK; s++) {
+        for (int p = 0; p < n_parts; p++)
+            column[p] = per_part[p * N_STATS + s];
+        *table_cell(w, s, l, mat) = sp_linalg_median(n_parts, column); /* one part: the value itself */
+    }
+    if (st == SP_OK && n_parts > 1)
+        memcpy(w->heads[mat] + (size_t)l * n_parts * N_STATS, per_part, (size_t)n_parts * N_STATS * sizeof *per_part);
+    if (st == SP_OK && a->opts->singular_values)
+        st = write_singular_values(a, l, mat, n_parts, k, sv);
+    free(data);
+    free(per_part);
+    free(sv);
+    free(column);
+    return st;
+}
+
+/* Mean of a table column over blocks [from, L) (+inf when any is +inf). */
+static double column_mean(const weight_result *w, int stat, int mat, int from)
+{
+    double s = 0;
+    for (int l = from; l < w->L; l++)
+        s += *table_cell(w, stat, l, mat);
+    return s / (w->L - from);
+}
+
+static sp_status write_result(const sp_analysis *a, const weight_result *w)
+{
+    sp_report *r = a->report;
+    const int64_t L = w->L;
+    char desc[256];
+    sp_status st = SP_OK;
+    static const char *const stat_desc[N_STATS] = {
+        "condition number sigma_max / sigma_min (+inf when sigma_min <= 1e-12 sigma_max)", "spectral norm sigma_max",
+        "stable rank ||W||_F^2 / ||W||_2^2"};
+    for (int s = 0; s < N_STATS && st == SP_OK; s++) {
+        snprintf(desc, sizeof desc, "%s of each block matrix (wq, wk, wv: median over heads; NaN: absent); columns: "
+                                    "wq, wk, wv, wo, w1, w2, w3", stat_desc[s]);
+        st = sp_report_write_array(r, NAME, stat_names[s], 2, (int64_t[]){L, N_MATRICES}, table_cell(w, s, 0, 0),
+                                   &(sp_report_array_attrs){"1", "[block, matrix]", desc});
+    }
+    double *flags = st == SP_OK ? sp_malloc((size_t)L * N_MATRICES * sizeof *flags, "kappa flags") : NULL;
+    if (st == SP_OK && !flags)
+        st = SP_ERR_NOMEM;
+    int n_inf = 0;
+    for (int i = 0; flags && i < L * N_MATRICES; i++) {
+        double kappa = w->table[i]; /* stat 0 comes first */
+        flags[i] = isnan(kappa) ? NAN : isinf(kappa) ? 1 : 0;
+        n_inf += isinf(kappa) != 0;
+    }
+    if (st == SP_OK)
+        st = sp_report_write_array(r, NAME, "kappa_inf", 2, (int64_t[]){L, N_MATRICES}, flags,
+                                   &(sp_report_array_attrs){"1", "[block, matrix]",
+                                                            "1 where kappa is +inf (sigma_min <= 1e-12 sigma_max)"});
+    free(flags);
+    const int heads[3] = {w->n_heads, w->n_kv_heads, w->n_kv_heads};
+    for (int mat = M_WQ; mat <= M_WV && st == SP_OK; mat++) {
+        char name[32];
+        snprintf(name, sizeof name, "heads_%s", matrix_names[mat]);
+        snprintf(desc, sizeof desc, "%s per head ([head_dim, d_model] row slices); last axis: kappa, spectral_norm, "
+                                    "stable_rank", matrix_names[mat]);
+        st = sp_report_write_array(r, NAME, name, 3, (int64_t[]){L, heads[mat], N_STATS}, w->heads[mat],
+                                   &(sp_report_array_attrs){"1", "[block, head, stat]", desc});
+    }
+    const int deep = w->L / 2;
+    for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++) {
+        if (isnan(*table_cell(w, S_KAPPA, 0, mat)))
+            continue; /* W_3 of a GELU model */
+        char key[64];
+        snprintf(key, sizeof key, "kappa_%s_mean", matrix_names[mat]);
+        st = sp_report_set_scalar(r, NAME, key, column_mean(w, S_KAPPA, mat, 0));
+        snprintf(key, sizeof key, "kappa_%s_deep_mean", matrix_names[mat]);
+        if (st == SP_OK)
+            st = sp_report_set_scalar(r, NAME, key, column_mean(w, S_KAPPA, mat, deep));
+        snprintf(key, sizeof key, "spectral_norm_%s_mean", matrix_names[mat]);
+        if (st == SP_OK)
+            st = sp_report_set_scalar(r, NAME, key, column_mean(w, S_SPECTRAL, mat, 0));
+        snprintf(key, sizeof key, "stable_rank_%s_mean", matrix_names[mat]);
+        if (st == SP_OK)
+            st = sp_report_set_scalar(r, NAME, key, column_mean(w, S_STABLE, mat, 0));
+    }
+    if (st == SP_OK)
+        st = sp_report_set_scalar(r, NAME, "n_kappa_inf", n_inf);
+    return st;
+}
+
+static sp_status weights_finish(const sp_analysis *a, void *state)
+{
+    (void)state;
+    const sp_config *cfg = sp_model_config(a->model);
+    weight_result w = {.L = cfg->n_layers, .n_heads = cfg->n_heads, .n_kv_heads = cfg->n_kv_heads};
+    const size_t L = (size_t)w.L, table = (size_t)N_STATS * L * N_MATRICES;
+    const size_t head_cells = L * N_STATS * ((size_t)w.n_heads + 2 * (size_t)w.n_kv_heads);
+    double *buf = sp_malloc((table + head_cells) * sizeof *buf, "weight statistics");
+    if (!buf)
+        return SP_ERR_NOMEM;
+    w.table = buf;
+    w.heads[M_WQ] = buf + table;
+    w.heads[M_WK] = w.heads[M_WQ] + L * N_STATS * (size_t)w.n_heads;
+    w.heads[M_WV] = w.heads[M_WK] + L * N_STATS * (size_t)w.n_kv_heads;
+    sp_status st = SP_OK;
+    for (int l = 0; l < w.L && st == SP_OK; l++)
+        for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
+            st = analyze_block_matrix(a, &w, l, mat);
+    if (st == SP_OK)
+        st = write_result(a, &w);
+    free(buf);
+    return st;
+}
+
+const sp_analyzer sp_analyzer_weights = {
+    .name = NAME,
+    .description = "condition numbers, spectral norms and stable ranks of every block matrix",
+    .needs = SP_NEEDS_MODEL,
+    .finish = weights_finish,
+};

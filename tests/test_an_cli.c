@@ -1,0 +1,333 @@
+/* `spanprobe analyze` end to end: a tiny initialized checkpoint on a text file (every analyzer runs
+ * or is recorded as skipped; provenance, options, eval set and peak memory recorded; CSV tables),
+ * an activation dump of the same model on the same tokens (the analyzers that need the model are
+ * skipped with a reason, the others agree with the checkpoint run), bad options and bad inputs
+ * (exit codes, one-line errors, and never a report, a summary or a temporary file left behind),
+ * and a dump that turns out to hold NaN in the middle of the pass. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analyzers/analyzer.h"
+#include "core/sha256.h"
+#include "support/act_dump.h"
+#include "support/assert_err.h"
+#include "support/fixtures.h"
+#include "support/report_view.h"
+#include "support/scratch.h"
+#include "support/vec_util.h"
+
+/* fixtures/tiny.json: span, 2 layers, d_model 16, d_ff 32, bytes vocabulary, max_seq_len 16 */
+enum { L = 2, NH = L + 1, SEQ = 8, N_SEQS = 6 };
+
+typedef struct {
+    char ckpt[4200], text[4200], ids[4200];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    *state = NULL;
+    if (!getenv("SPANPROBE_BIN") || !fixture_file("tiny.h5", f->ckpt, sizeof f->ckpt)) {
+        free(f);
+        return 0; /* every test skips */
+    }
+    char text[4000];
+    sp_rng rng;
+    sp_rng_seed(&rng, 1);
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (char)(i % 61 == 60 ? '\n' : 'a' + sp_rng_below(&rng, 26));
+    scratch_path(f->text, sizeof f->text, "eval.txt");
+    /* N_SEQS windows of SEQ + 1 tokens exactly: a checkpoint run takes them all, in order, as the dump */
+    char ids[N_SEQS * SEQ * 4 + 8];
+    size_t at = 0;
+    for (int i = 0; i < N_SEQS * SEQ + 1; i++)
+        at += (size_t)sprintf(ids + at, "%d ", (int)(unsigned char)text[i]);
+    scratch_path(f->ids, sizeof f->ids, "ids.txt");
+    if (scratch_write_file(f->text, text, sizeof text) != 0 || scratch_write_file(f->ids, ids, at) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    free(*state);
+    return 0;
+}
+
+static fixture *need_fixture(void **state)
+{
+    if (!*state) {
+        print_message("skipped: SPANPROBE_BIN or BUILD_DIR is not set\n");
+        skip();
+    }
+    return *state;
+}
+
+static void run_ok(const char *const *args, char **out)
+{
+    char *err = NULL;
+    int rc = scratch_run_cli(args, out, &err);
+    if (rc != 0)
+        fail_msg("spanprobe %s exited %d: %s", args[0], rc, err ? err : "");
+    free(err);
+}
+
+/* Any file in the scratch directory whose name holds `part` (temporary files: ".tmp."). */
+static int scratch_has(const char *part)
+{
+    char probe[4200];
+    scratch_path(probe, sizeof probe, "x");
+    probe[strlen(probe) - 2] = '\0';
+    DIR *d = opendir(probe);
+    assert_non_null(d);
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        found |= strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return found;
+}
+
+static void test_checkpoint(void **state)
+{
+    fixture *f = need_fixture(state);
+    char report[4200], csv[4200];
+    scratch_path(report, sizeof report, "ckpt_report.h5");
+    scratch_path(csv, sizeof csv, "csv");
+    char *out = NULL;
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", report, "--data", f->text, "--n-tokens", "48", "--seq", "8",
+                            "--batch", "4", "--device", "cpu", "--csv", csv, "--jac-tokens", "2", "--power-iters",
+                            "20", NULL},
+           &out);
+    assert_non_null(strstr(out, "peak memory"));
+    assert_non_null(strstr(out, "forward passes"));
+    free(out);
+
+    report_view v;
+    report_view_open(&v, report);
+    /* every analyzer ran (a checkpoint meets every need) */
+    for (int i = 0; i < sp_n_analyzers; i++)
+        if (report_view_skipped(&v, sp_analyzers[i]->name))
+            fail_msg("%s skipped: %s", sp_analyzers[i]->name, report_view_skipped(&v, sp_analyzers[i]->name));
+    char hex[65], got[128];
+    assert_int_equal(sp_sha256_file(f->ckpt, hex, NULL), SP_OK);
+    assert_int_equal(sp_report_get_provenance(v.reader, "input_sha256", got, sizeof got), SP_OK);
+    assert_string_equal(got, hex);
+    assert_non_null(strstr(report_view_input(&v, "eval_set"), f->text));
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "input"), "options");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "n_tokens")->valueint, 48);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "seq_len")->valueint, 8);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(opts, "data")->valuestring, f->text);
+    assert_true(report_view_scalar(&v, "run", "peak_rss_mib") > 0);
+    assert_int_equal((int)report_view_scalar(&v, "run", "n_tokens"), 48);
+    assert_int_equal((int)report_view_scalar(&v, "similarity", "tokens"), 48);
+    report_view_close(&v);
+
+    /* CSV: the cosine matrix has a header and one line per layer */
+    char path[4600];
+    snprintf(path, sizeof path, "%s/similarity.cosine.csv", csv);
+    char *table = scratch_read_file(path, NULL);
+    assert_non_null(table);
+    assert_int_equal(strncmp(table, "layer,layer_0,layer_1,layer_2\n0,", 32), 0);
+    assert_int_equal(scratch_count_lines(table), 1 + NH);
+    free(table);
+    snprintf(path, sizeof path, "%s/growth.rms.csv", csv);
+    table = scratch_read_file(path, NULL);
+    assert_non_null(table);
+    assert_int_equal(strncmp(table, "layer,rms\n", 10), 0);
+    free(table);
+    /* the scratch directory is flat: remove the CSV directory here */
+    DIR *d = opendir(csv);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", csv, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    assert_int_equal(rmdir(csv), 0);
+}
+
+static void test_dump_matches_checkpoint(void **state)
+{
+    fixture *f = need_fixture(state);
+    char dump[4200], from_dump[4200], from_ckpt[4200];
+    scratch_path(dump, sizeof dump, "tiny_dump.h5");
+    scratch_path(from_dump, sizeof from_dump, "dump_report.h5");
+    scratch_path(from_ckpt, sizeof from_ckpt, "ckpt_tokens_report.h5");
+    run_ok((const char *[]){"dump", f->ckpt, "--tokens", f->ids, "--seq", "8", "--out", dump, "--device", "cpu", NULL},
+           NULL);
+    run_ok((const char *[]){"analyze", dump, "--out", from_dump, "--batch", "4", "--device", "cpu", "--quiet", NULL},
+           NULL);
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", from_ckpt, "--tokens", f->ids, "--seq", "8", "--batch", "4",
+                            "--metrics", "similarity,cka,growth,hidden_spectra,ffn_spectra", "--device", "cpu",
+                            "--quiet", NULL},
+           NULL);
+    report_view vd, vc;
+    report_view_open(&vd, from_dump);
+    report_view_open(&vc, from_ckpt);
+    for (int i = 0; i < sp_n_analyzers; i++) {
+        const sp_analyzer *an = sp_analyzers[i];
+        const char *reason = report_view_skipped(&vd, an->name);
+        if (an->needs & SP_NEEDS_MODEL)
+            assert_true(reason && strstr(reason, "dump"));
+        else if (reason)
+            fail_msg("%s skipped on a dump: %s", an->name, reason);
+    }
+    const char *arrays[][2] = {{"similarity", "cosine"}, {"similarity", "angular_distance"}, {"cka", "cka"},
+                               {"growth", "rms"}, {"growth", "top_abs"}, {"hidden_spectra", "eigenvalues"},
+                               {"ffn_spectra", "eigenvalues"}};
+    for (size_t k = 0; k < SP_ARRAY_LEN(arrays); k++) {
+        int64_t shape_d[4], shape_c[4];
+        int rank_d, rank_c;
+        double *a = report_view_array(&vd, arrays[k][0], arrays[k][1], &rank_d, shape_d);
+        double *b = report_view_array(&vc, arrays[k][0], arrays[k][1], &rank_c, shape_c);
+        assert_int_equal(rank_d, rank_c);
+        int64_t n = 1;
+        for (int i = 0; i < rank_d; i++) {
+            assert_int_equal(shape_d[i], shape_c[i]);
+            n *= shape_d[i];
+        }
+        double err = 0, scale = 0;
+        for (int64_t i = 0; i < n; i++) {
+            err = fmax(err, fabs(a[i] - b[i]));
+            scale = fmax(scale, fabs(b[i]));
+        }
+        assert_below(err, 1e-5 * scale, "%s/%s: dump against checkpoint", arrays[k][0], arrays[k][1]);
+        free(a);
+        free(b);
+    }
+    assert_int_equal((int)report_view_scalar(&vd, "run", "n_seqs"), N_SEQS);
+    report_view_close(&vd);
+    report_view_close(&vc);
+}
+
+/* A run that must fail with `code` before or during the analysis, leaving nothing behind. */
+static void expect_failure(const char *const *args, int code, const char *report, const char *message)
+{
+    char *err = NULL;
+    int rc = scratch_run_cli(args, NULL, &err);
+    if (rc != code)
+        fail_msg("spanprobe %s %s: exit %d, expected %d: %s", args[0], args[1], rc, code, err ? err : "");
+    assert_non_null(err);
+    assert_int_equal(scratch_count_lines(err), 1);
+    if (!strstr(err, message))
+        fail_msg("expected '%s' in the error: %s", message, err);
+    free(err);
+    char summary[4300];
+    snprintf(summary, sizeof summary, "%.*s.json", (int)(strlen(report) - 3), report);
+    assert_false(scratch_file_exists(report));
+    assert_false(scratch_file_exists(summary));
+    assert_false(scratch_has(".tmp."));
+}
+
+static void test_bad_options(void **state)
+{
+    fixture *f = need_fixture(state);
+    char r[4200];
+    scratch_path(r, sizeof r, "bad.h5");
+    const char *ck = f->ckpt, *tx = f->text;
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--metrics", "cosine", NULL}, SP_ERR_USAGE, r,
+                   "unknown analyzer 'cosine'");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--n-tokens", "0", NULL}, SP_ERR_USAGE, r, "n_tokens");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--batch", "x", NULL}, SP_ERR_USAGE, r, "batch");
+    expect_failure((const char *[]){"analyze", ck, NULL}, SP_ERR_USAGE, r, "--out");
+    expect_failure((const char *[]){"analyze", "--out", r, NULL}, SP_ERR_USAGE, r, "expected an input");
+    expect_failure((const char *[]){"analyze", ck, ck, "--out", r, NULL}, SP_ERR_USAGE, r, "one input");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--frobnicate", "1", NULL}, SP_ERR_USAGE, r,
+                   "--frobnicate");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--data", tx, "--tokens", f->ids, NULL}, SP_ERR_USAGE,
+                   r, "at most one");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--data", tx, "--seq", "17", "--device", "cpu", NULL},
+                   SP_ERR_USAGE, r, "max_seq_len");
+    expect_failure((const char *[]){"analyze", ck, "--out", r, "--data", tx, "--device", "tpu", NULL}, SP_ERR_USAGE, r,
+                   "tpu");
+}
+
+static void test_bad_inputs(void **state)
+{
+    fixture *f = need_fixture(state);
+    char r[4200], missing[4200], tiny_text[4200], dump[4200];
+    scratch_path(r, sizeof r, "bad.h5");
+    scratch_path(missing, sizeof missing, "missing.h5");
+    scratch_path(tiny_text, sizeof tiny_text, "tiny.txt");
+    assert_int_equal(scratch_write_file(tiny_text, "too short", 9), 0);
+    expect_failure((const char *[]){"analyze", missing, "--out", r, NULL}, SP_ERR_IO, r, "missing.h5");
+    expect_failure((const char *[]){"analyze", f->text, "--out", r, NULL}, SP_ERR_INPUT, r, "eval.txt");
+    expect_failure((const char *[]){"analyze", f->ckpt, "--out", r, "--data", tiny_text, "--device", "cpu", NULL},
+                   SP_ERR_INPUT, r, "tiny.txt");
+    expect_failure((const char *[]){"analyze", f->ckpt, "--out", r, "--data", missing, "--device", "cpu", NULL},
+                   SP_ERR_IO, r, "missing.h5");
+
+    /* a report is not an input */
+    char report[4200];
+    scratch_path(report, sizeof report, "as_input.h5");
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", report, "--data", f->text, "--n-tokens", "16", "--seq", "8",
+                            "--metrics", "growth", "--device", "cpu", "--quiet", NULL},
+           NULL);
+    expect_failure((const char *[]){"analyze", report, "--out", r, NULL}, SP_ERR_INPUT, r, "spanprobe-report");
+
+    /* a dump brings its own tokens */
+    sp_real *h[NH];
+    sp_rng rng;
+    sp_rng_seed(&rng, 3);
+    for (int l = 0; l < NH; l++)
+        h[l] = vec_random(&rng, 4 * 4 * 5, 1.0);
+    scratch_path(dump, sizeof dump, "nan_dump.h5");
+    h[1][37] = (sp_real)NAN; /* in the second batch of one sequence */
+    act_dump_spec spec = {.n_layers = L, .d_model = 5, .n_streams = 1, .batch = 4, .seq_len = 4, .hidden = h};
+    act_dump_write(dump, &spec);
+    expect_failure((const char *[]){"analyze", dump, "--out", r, "--data", f->text, NULL}, SP_ERR_USAGE, r, "dump");
+    /* NaN found while streaming: the report already begun is removed */
+    expect_failure((const char *[]){"analyze", dump, "--out", r, "--batch", "1", "--device", "cpu", "--quiet", NULL},
+                   SP_ERR_NUMERIC, r, "NaN");
+    for (int l = 0; l < NH; l++)
+        free(h[l]);
+}
+
+static void test_help(void **state)
+{
+    (void)need_fixture(state);
+    char *out = NULL;
+    run_ok((const char *[]){"analyze", "--help", NULL}, &out);
+    const sp_field_table *t = &sp_analyze_option_table;
+    for (int i = 0; i < t->n_fields; i++) {
+        char flag[80];
+        snprintf(flag, sizeof flag, "--%s", t->fields[i].name);
+        for (char *c = flag + 2; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        if (!strstr(out, flag))
+            fail_msg("--help does not list %s", flag);
+    }
+    for (int i = 0; i < sp_n_analyzers; i++)
+        assert_non_null(strstr(out, sp_analyzers[i]->name));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_dump_matches_checkpoint),
+        cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_help),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

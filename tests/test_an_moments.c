@@ -1,0 +1,208 @@
+/* The analyzers' streaming building blocks on the CPU backend: row statistics taken from the norm
+ * ops (analyzers/rowops.h) against plain loops, and column moments and cross-products accumulated
+ * batch by batch over more rows than one partial sum holds (analyzers/moments.h) against a two-pass
+ * fp64 computation, on data whose mean dwarfs its spread (what the shift is for). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "analyzers/moments.h"
+#include "support/assert_err.h"
+#include "support/vec_util.h"
+
+static sp_real *to_backend(const sp_backend *be, size_t n, const sp_real *host)
+{
+    sp_real *x = be->alloc(n * sizeof *x, "test");
+    assert_non_null(x);
+    be->upload(x, host, n * sizeof *x);
+    return x;
+}
+
+static void test_rowops(void **state)
+{
+    (void)state;
+    const sp_backend *be = sp_backend_cpu();
+    enum { ROWS = 7, DIM = 9 };
+    sp_rng rng;
+    sp_rng_seed(&rng, 3);
+    sp_real *host = vec_random(&rng, ROWS * DIM, 2.0);
+    for (int j = 0; j < DIM; j++) {
+        host[2 * DIM + j] = 0;              /* a zero row */
+        host[4 * DIM + j] += (sp_real)5.0;  /* a row far from zero mean */
+    }
+    sp_real *x = to_backend(be, ROWS * DIM, host);
+    sp_rowops ro;
+    assert_int_equal(sp_rowops_init(&ro, be, ROWS, DIM + 3), SP_OK);
+
+    double sq[ROWS], mean[ROWS], var[ROWS];
+    assert_int_equal(sp_rowops_sqnorms(&ro, ROWS, DIM, x, sq), SP_OK);
+    assert_int_equal(sp_rowops_moments(&ro, ROWS, DIM, x, mean, var), SP_OK);
+    for (int r = 0; r < ROWS; r++) {
+        double s = 0, m = 0, v = 0;
+        for (int j = 0; j < DIM; j++) {
+            s += (double)host[r * DIM + j] * host[r * DIM + j];
+            m += host[r * DIM + j];
+        }
+        m /= DIM;
+        for (int j = 0; j < DIM; j++)
+            v += (host[r * DIM + j] - m) * (host[r * DIM + j] - m);
+        v /= DIM;
+        assert_below(fabs(sq[r] - s), 1e-6 * (s + 1e-30), "squared norm of row %d", r);
+        assert_below(fabs(mean[r] - m), 1e-6 * (fabs(m) + 1), "mean of row %d", r);
+        assert_below(fabs(var[r] - v), 1e-6 * (v + 1e-30), "variance of row %d", r);
+    }
+    assert_true(sq[2] == 0 && var[2] == 0);
+
+    /* unit rows: x / ||x||, a zero row stays zero and reports norm 0 */
+    sp_real *unit = be->alloc(ROWS * DIM * sizeof *unit, "test");
+    double usq[ROWS];
+    assert_int_equal(sp_rowops_unit(&ro, ROWS, DIM, x, unit, usq), SP_OK);
+    sp_real got[ROWS * DIM];
+    be->download(got, unit, sizeof got);
+    for (int r = 0; r < ROWS; r++) {
+        assert_below(fabs(usq[r] - sq[r]), 1e-6 * (sq[r] + 1e-30), "unit: squared norm of row %d", r);
+        for (int j = 0; j < DIM; j++) {
+            double want = sq[r] > 0 ? host[r * DIM + j] / sqrt(sq[r]) : 0;
+            assert_below(fabs(got[r * DIM + j] - want), 1e-6, "unit row %d, column %d", r, j);
+        }
+    }
+
+    /* rows minus a vector */
+    sp_real vec_host[DIM];
+    for (int j = 0; j < DIM; j++)
+        vec_host[j] = (sp_real)(j - 4);
+    sp_real *vec = to_backend(be, DIM, vec_host);
+    sp_rowops_sub_vec(&ro, ROWS, DIM, x, vec, unit);
+    be->download(got, unit, sizeof got);
+    for (int e = 0; e < ROWS * DIM; e++)
+        assert_true(got[e] == host[e] - vec_host[e % DIM]);
+
+    be->free(vec);
+    be->free(unit);
+    be->free(x);
+    free(host);
+    sp_rowops_free(&ro);
+}
+
+/* Two arrays a [n, DA] and b [n, DB] with column means near 1000 and unit spread, correlated. */
+enum { N = 9001, DA = 5, DB = 3, MAX_BATCH = 700 };
+
+static void make_data(sp_real *a, sp_real *b)
+{
+    sp_rng rng;
+    sp_rng_seed(&rng, 17);
+    for (int t = 0; t < N; t++) {
+        for (int j = 0; j < DA; j++)
+            a[t * DA + j] = (sp_real)(1000 + 10 * j + sp_rng_normal(&rng));
+        for (int j = 0; j < DB; j++)
+            b[t * DB + j] = (sp_real)(a[t * DA + j] - 1000 + 0.5 * sp_rng_normal(&rng) - 200);
+    }
+}
+
+/* sum_t (x_t - mean_x)(y_t - mean_y)^T in fp64, two passes. */
+static void reference(const sp_real *x, int dx, const sp_real *y, int dy, double *out)
+{
+    double mx[DA] = {0}, my[DA] = {0};
+    for (int t = 0; t < N; t++) {
+        for (int i = 0; i < dx; i++)
+            mx[i] += x[t * dx + i] / (double)N;
+        for (int j = 0; j < dy; j++)
+            my[j] += y[t * dy + j] / (double)N;
+    }
+    for (int i = 0; i < dx; i++)
+        for (int j = 0; j < dy; j++) {
+            double s = 0;
+            for (int t = 0; t < N; t++)
+                s += (x[t * dx + i] - mx[i]) * (y[t * dy + j] - my[j]);
+            out[i * dy + j] = s;
+        }
+}
+
+static double max_rel(int n, const double *got, const double *want)
+{
+    double err = 0, scale = 0;
+    for (int i = 0; i < n; i++) {
+        err = fmax(err, fabs(got[i] - want[i]));
+        scale = fmax(scale, fabs(want[i]));
+    }
+    return err / scale;
+}
+
+static void test_streamed_moments(void **state)
+{
+    (void)state;
+    const sp_backend *be = sp_backend_cpu();
+    sp_real *a = vec_zeros(N * DA), *b = vec_zeros(N * DB);
+    make_data(a, b);
+    sp_real *a_dev = to_backend(be, N * DA, a), *b_dev = to_backend(be, N * DB, b);
+    sp_rowops ro;
+    assert_int_equal(sp_rowops_init(&ro, be, MAX_BATCH, DA), SP_OK);
+    sp_mom_cols ca, cb;
+    sp_mom_cross aa, ab;
+    assert_int_equal(sp_mom_cols_init(&ca, &ro, DA), SP_OK);
+    assert_int_equal(sp_mom_cols_init(&cb, &ro, DB), SP_OK);
+    assert_int_equal(sp_mom_cross_init(&aa, be, DA, DA), SP_OK);
+    assert_int_equal(sp_mom_cross_init(&ab, be, DA, DB), SP_OK);
+    sp_real *sa = be->alloc(MAX_BATCH * DA * sizeof(sp_real), "test"), *sb = be->alloc(MAX_BATCH * DB * sizeof(sp_real), "test");
+
+    /* uneven batches, more rows in all than one partial sum holds */
+    int t0 = 0, step = 1;
+    while (t0 < N) {
+        int rows = N - t0 < step ? N - t0 : step;
+        assert_int_equal(sp_mom_cols_add(&ca, a_dev + (size_t)t0 * DA, rows, sa), SP_OK);
+        assert_int_equal(sp_mom_cols_add(&cb, b_dev + (size_t)t0 * DB, rows, sb), SP_OK);
+        assert_int_equal(sp_mom_cross_add(&aa, sa, sa, rows), SP_OK);
+        assert_int_equal(sp_mom_cross_add(&ab, sa, sb, rows), SP_OK);
+        t0 += rows;
+        step = step * 3 % MAX_BATCH + 1;
+    }
+    assert_true(N > SP_MOMENTS_FLUSH_ROWS);
+    assert_int_equal(sp_mom_cols_flush(&ca), SP_OK);
+    assert_int_equal(sp_mom_cols_flush(&cb), SP_OK);
+    assert_int_equal(sp_mom_cross_flush(&aa), SP_OK);
+    assert_int_equal(sp_mom_cross_flush(&ab), SP_OK);
+    assert_int_equal(ca.n, N);
+
+    double got[DA * DA], want[DA * DA];
+    sp_mom_centered(&aa, &ca, &ca, got);
+    reference(a, DA, a, DA, want);
+    assert_below(max_rel(DA * DA, got, want), 1e-5, "centered A^T A");
+    sp_mom_centered(&ab, &ca, &cb, got);
+    reference(a, DA, b, DB, want);
+    assert_below(max_rel(DA * DB, got, want), 1e-5, "centered A^T B");
+
+    double mean[DA];
+    sp_mom_cols_mean(&ca, mean);
+    for (int j = 0; j < DA; j++) {
+        double m = 0;
+        for (int t = 0; t < N; t++)
+            m += a[t * DA + j];
+        assert_below(fabs(mean[j] - m / N), 1e-9 * 1000, "mean of column %d", j);
+    }
+
+    be->free(sa);
+    be->free(sb);
+    be->free(a_dev);
+    be->free(b_dev);
+    sp_mom_cols_free(&ca);
+    sp_mom_cols_free(&cb);
+    sp_mom_cross_free(&aa);
+    sp_mom_cross_free(&ab);
+    sp_rowops_free(&ro);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rowops),
+        cmocka_unit_test(test_streamed_moments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
