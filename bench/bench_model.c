@@ -1,6 +1,7 @@
-/* bench_model: forward+backward (and optionally an AdamW step) tokens/s of a spanprobe model on the
- * CPU backend. Prints one JSON line; bench/run_model_bench.sh runs it next to the same model in
- * PyTorch (bench/torch_model.py) and prints the ratio. */
+/* bench_model: forward+backward (with --train also global-norm clipping and an AdamW step, as the
+ * training loop takes them) tokens/s of a spanprobe model on the CPU backend. Prints one JSON line;
+ * bench/run_model_bench.sh and bench/run_train_bench.sh run it next to the same model in PyTorch
+ * (bench/torch_model.py) and print the ratio. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "core/config.h"
 #include "core/rng.h"
 #include "model/model.h"
+#include "train/optimizer.h"
 
 static double now_s(void)
 {
@@ -34,9 +36,15 @@ int main(int argc, char **argv)
     cfg.n_kv_heads = 8;
     cfg.d_ff = 1024;
     cfg.vocab_size = 256;
-    int seq = 256, batch = 8, steps = 5;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--steps") == 0)
+    int seq = 256, batch = 8, steps = 5, train = 0;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--train") == 0) {
+            train = 1;
+            i--;
+        } else if (i + 1 >= argc) {
+            fprintf(stderr, "bench_model: %s needs a value\n", argv[i]);
+            return 2;
+        } else if (strcmp(argv[i], "--steps") == 0)
             steps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--seq") == 0)
             seq = atoi(argv[i + 1]);
@@ -62,6 +70,23 @@ int main(int argc, char **argv)
         ids[i] = (int32_t)sp_rng_below(&rng, (uint64_t)cfg.vocab_size);
         targets[i] = (int32_t)sp_rng_below(&rng, (uint64_t)cfg.vocab_size);
     }
+    /* the optimizer of torch_model.py --train: AdamW (0.9, 0.95), decay 0.1 on matrices, clip 1.0 */
+    int n_params = sp_model_n_params(m);
+    size_t *numel = malloc((size_t)n_params * sizeof *numel);
+    int *decay = malloc((size_t)n_params * sizeof *decay);
+    sp_real **params = malloc((size_t)n_params * sizeof *params), **grads = malloc((size_t)n_params * sizeof *grads);
+    for (int i = 0; i < n_params; i++) {
+        numel[i] = sp_param_numel(sp_model_param_spec(m, i));
+        decay[i] = sp_model_param_spec(m, i)->decay;
+        params[i] = sp_model_param(m, i);
+        grads[i] = sp_model_grad(m, i);
+    }
+    sp_adamw_config adamw = {0.9, 0.95, 1e-8, 0.1, 1.0};
+    sp_optim *opt = NULL;
+    if (train && sp_optim_create(sp_backend_cpu(), &adamw, n_params, numel, decay, &opt)) {
+        fprintf(stderr, "bench_model: %s\n", sp_error_message());
+        return 1;
+    }
     double loss = 0, *times = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *times);
     for (int s = -1; s < steps; s++) { /* step -1 is the warm-up */
         double t0 = now_s();
@@ -69,13 +94,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_model: %s\n", sp_error_message());
             return 1;
         }
+        if (train)
+            sp_optim_step(opt, params, grads, sp_optim_grad_norm(opt, grads, NULL), 3e-4);
         if (s >= 0)
             times[s] = now_s() - t0;
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    printf("{\"impl\": \"spanprobe %s cpu\", \"mode\": \"fwd+bwd\", \"tokens_per_s\": %.1f, \"median_s\": %.4f, "
+    printf("{\"impl\": \"spanprobe %s cpu\", \"mode\": \"%s\", \"tokens_per_s\": %.1f, \"median_s\": %.4f, "
            "\"best_s\": %.4f, \"loss\": %.4f}\n",
-           SP_VERSION, rows / times[0], times[steps / 2], times[0], loss);
+           SP_VERSION, train ? "train" : "fwd+bwd", rows / times[0], times[steps / 2], times[0], loss);
+    sp_optim_free(opt);
+    free(numel);
+    free(decay);
+    free(params);
+    free(grads);
     free(times);
     free(ids);
     free(targets);

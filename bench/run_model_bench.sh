@@ -1,10 +1,19 @@
 #!/bin/sh
 # Forward+backward tokens/s of spanprobe's CPU model next to the same model in PyTorch, same run,
 # same machine, same thread count (issue: model core performance). Installs Debian's python3-torch
-# when it is missing. Usage: bench/run_model_bench.sh [THREADS]   (run from the repository root)
+# when it is missing. Usage: [BUILD=dir] [ROUNDS=n] bench/run_model_bench.sh [THREADS]   (from the
+# repository root). ROUNDS > 1 alternates the two sides n times (for a shared, noisy machine) and
+# ends with the medians of each side and of the per-round ratios.
+# BENCH_MODE=train (what bench/run_train_bench.sh sets) times whole training steps instead:
+# forward, backward, global-norm clipping and an AdamW update on both sides.
 set -eu
 threads=${1:-2}
-make -s bench >/dev/null
+train_flag="" what="forward+backward"
+if [ "${BENCH_MODE:-}" = train ]; then
+    train_flag="--train" what="training step (AdamW, clip 1.0)"
+fi
+build=${BUILD:-build}   # the build directory to use (make BUILD=...)
+make -s BUILD="$build" bench >/dev/null
 if ! python3 -c 'import torch' 2>/dev/null && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -13,15 +22,30 @@ fi
 py=python3
 python3 -c 'import torch' 2>/dev/null || py=/usr/bin/python3
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
-echo "model: pre, d_model 256, 8 layers, 8 heads, d_ff 1024, seq 256, batch 8, vocab 256; $threads threads"
+echo "model: pre, d_model 256, 8 layers, 8 heads, d_ff 1024, seq 256, batch 8, vocab 256; $threads threads; $what"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%d)"
-ours=$(build/bench/bench_model --steps 5)
-theirs=$($py bench/torch_model.py --threads "$threads" --steps 5)
-echo "$ours"
-echo "$theirs"
-$py - "$ours" "$theirs" <<'PY'
-import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"ratio spanprobe/pytorch tokens/s: {a['tokens_per_s'] / b['tokens_per_s']:.2f}"
-      f"  ({a['tokens_per_s']:.0f} vs {b['tokens_per_s']:.0f})")
+rounds=${ROUNDS:-1}
+results=""
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    ours=$("$build"/bench/bench_model --steps 5 $train_flag)
+    theirs=$($py bench/torch_model.py --threads "$threads" --steps 5 $train_flag)
+    echo "$ours"
+    echo "$theirs"
+    results="$results$ours
+$theirs
+"
+    i=$((i + 1))
+done
+RESULTS="$results" $py - <<'PY'
+import json, os, statistics
+runs = [json.loads(line) for line in os.environ["RESULTS"].splitlines() if line.strip()]
+ours, theirs = [r["tokens_per_s"] for r in runs[0::2]], [r["tokens_per_s"] for r in runs[1::2]]
+ratios = [a / b for a, b in zip(ours, theirs)]
+if len(ratios) == 1:
+    print(f"ratio spanprobe/pytorch tokens/s: {ratios[0]:.2f}  ({ours[0]:.0f} vs {theirs[0]:.0f})")
+else:
+    print("ratios spanprobe/pytorch per round: " + " ".join(f"{r:.2f}" for r in ratios))
+    print(f"median over {len(ratios)} rounds: ratio {statistics.median(ratios):.2f}; tokens/s "
+          f"{statistics.median(ours):.0f} (spanprobe) vs {statistics.median(theirs):.0f} (pytorch)")
 PY

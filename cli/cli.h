@@ -25,7 +25,29 @@ sp_status sp_cli_parse_config(int argc, char **argv, unsigned char *consumed, sp
 /* Prints the config options with their defaults, for --help. */
 void sp_cli_print_config_help(void);
 
+/* The generic pieces behind sp_cli_parse_config, for commands with more option tables (train):
+ * applies every --config FILE.json (keys of any of the tables) in argv order; then --<field> VALUE
+ * for every field of t; prints the fields of t with their values in `defaults`. */
+sp_status sp_cli_load_config_files(int argc, char **argv, unsigned char *consumed, int n_tables,
+                                   const sp_field_table *const *tables, void *const *objs);
+sp_status sp_cli_parse_fields(int argc, char **argv, unsigned char *consumed, const sp_field_table *t, void *obj);
+void sp_cli_print_fields_help(const char *title, const sp_field_table *t, const void *defaults);
+
+/* The value after the flag argv[*i] (advancing *i); numbers checked against [min, max]. Usage errors
+ * name the option (cli/options.c). */
+sp_status sp_cli_option_value(int argc, char **argv, int *i, const char **value);
+sp_status sp_cli_parse_long(const char *option, const char *value, long min, long max, long *out);
+sp_status sp_cli_parse_double(const char *option, const char *value, double min, double max, double *out);
+
 int sp_cmd_inspect(int argc, char **argv);
 int sp_cmd_init(int argc, char **argv);
+int sp_cmd_train(int argc, char **argv);
+int sp_cmd_import(int argc, char **argv);
+int sp_cmd_generate(int argc, char **argv);
+int sp_cmd_dump(int argc, char **argv);
+int sp_cmd_analyze(int argc, char **argv);
+int sp_cmd_plot(int argc, char **argv);
+int sp_cmd_study(int argc, char **argv);
+int sp_cmd_check(int argc, char **argv);
 
 #endif

@@ -1,0 +1,149 @@
+#include "train/data.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
+                             const char *where, sp_train_data *d)
+{
+    memset(d, 0, sizeof *d);
+    d->order_epoch = -1;
+    d->seq_len = seq_len;
+    d->seed = seed;
+    d->n_tokens = (int64_t)len;
+    int64_t n_val = (int64_t)floor(val_fraction * (double)len);
+    d->n_train = d->n_tokens - n_val;
+    d->n_train_windows = d->n_train > seq_len ? (d->n_train - 1) / seq_len : 0;
+    d->n_val_windows = n_val > seq_len ? (n_val - 1) / seq_len : 0;
+    if (d->n_train_windows < 1)
+        return sp_error(SP_ERR_INPUT, "%s: training split: %lld tokens, expected at least seq_len + 1 = %d", where,
+                        (long long)d->n_train, seq_len + 1);
+    if (n_val > 0 && d->n_val_windows < 1)
+        return sp_error(SP_ERR_INPUT,
+                        "%s: validation split (val_fraction %g): %lld tokens, expected at least seq_len + 1 = %d",
+                        where, val_fraction, (long long)n_val, seq_len + 1);
+    d->tokens = sp_malloc(len * sizeof *d->tokens, "training tokens");
+    d->order = sp_malloc((size_t)d->n_train_windows * sizeof *d->order, "data order");
+    if (!d->tokens || !d->order) {
+        sp_train_data_free(d);
+        return SP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < len; i++)
+        d->tokens[i] = (unsigned char)text[i];
+    return SP_OK;
+}
+
+sp_status sp_train_data_load(const char *path, double val_fraction, int seq_len, uint64_t seed, sp_train_data *d)
+{
+    memset(d, 0, sizeof *d);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sp_error(SP_ERR_IO, "%s: cannot open the training text: %s", path, strerror(errno));
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return sp_error(SP_ERR_IO, "%s: cannot determine the size of the training text", path);
+    }
+    char *text = sp_malloc((size_t)size + 1, "training text");
+    if (!text) {
+        fclose(f);
+        return SP_ERR_NOMEM;
+    }
+    size_t got = fread(text, 1, (size_t)size, f);
+    int failed = ferror(f);
+    fclose(f);
+    sp_status st = SP_OK;
+    if (failed || got != (size_t)size)
+        st = sp_error(SP_ERR_IO, "%s: read %zu of %ld bytes of the training text", path, got, size);
+    else
+        st = sp_train_data_init(text, got, val_fraction, seq_len, seed, path, d);
+    free(text);
+    return st;
+}
+
+void sp_train_data_free(sp_train_data *d)
+{
+    free(d->tokens);
+    free(d->order);
+    d->tokens = NULL;
+    d->order = NULL;
+}
+
+/* Shuffles epoch `epoch` into d->order (Fisher-Yates) unless it is cached. */
+static void prepare_epoch(sp_train_data *d, int64_t epoch)
+{
+    if (d->order_epoch == epoch)
+        return;
+    /* sp_rng_seed runs splitmix64, so nearby inputs give unrelated streams */
+    sp_rng_seed(&d->order_rng, d->seed ^ ((uint64_t)(epoch + 1) * 0x9E3779B97F4A7C15ull));
+    int64_t n = d->n_train_windows;
+    for (int64_t i = 0; i < n; i++)
+        d->order[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)sp_rng_below(&d->order_rng, (uint64_t)i + 1);
+        int64_t t = d->order[i];
+        d->order[i] = d->order[j];
+        d->order[j] = t;
+    }
+    d->order_epoch = epoch;
+}
+
+int64_t sp_train_data_window(sp_train_data *d, int64_t position)
+{
+    prepare_epoch(d, position / d->n_train_windows);
+    return d->order[position % d->n_train_windows] * d->seq_len;
+}
+
+void sp_train_data_rng_state(sp_train_data *d, int64_t position, uint64_t state[4])
+{
+    prepare_epoch(d, position / d->n_train_windows);
+    memcpy(state, d->order_rng.s, sizeof d->order_rng.s);
+}
+
+static void copy_window(const sp_train_data *d, int64_t start, int32_t *inputs, int32_t *targets)
+{
+    memcpy(inputs, d->tokens + start, (size_t)d->seq_len * sizeof *inputs);
+    memcpy(targets, d->tokens + start + 1, (size_t)d->seq_len * sizeof *targets);
+}
+
+void sp_train_data_batch(sp_train_data *d, int64_t position, int batch, int32_t *inputs, int32_t *targets)
+{
+    for (int b = 0; b < batch; b++) {
+        size_t off = (size_t)b * d->seq_len;
+        copy_window(d, sp_train_data_window(d, position + b), inputs + off, targets + off);
+    }
+}
+
+int sp_train_data_n_eval(const sp_train_data *d, int max_windows)
+{
+    return d->n_val_windows < max_windows ? (int)d->n_val_windows : max_windows;
+}
+
+void sp_train_data_eval_batch(const sp_train_data *d, int n_eval, int first, int count, int32_t *inputs,
+                              int32_t *targets)
+{
+    for (int i = 0; i < count; i++) {
+        int64_t w = (int64_t)(first + i) * d->n_val_windows / n_eval; /* evenly spread */
+        size_t off = (size_t)i * d->seq_len;
+        copy_window(d, d->n_train + w * d->seq_len, inputs + off, targets + off);
+    }
+}
+
+double sp_train_data_unigram_entropy(const sp_train_data *d)
+{
+    int64_t counts[256] = {0};
+    for (int64_t i = 0; i < d->n_train; i++)
+        counts[d->tokens[i]]++;
+    double h = 0;
+    for (int v = 0; v < 256; v++)
+        if (counts[v]) {
+            double p = (double)counts[v] / (double)d->n_train;
+            h -= p * log(p);
+        }
+    return h;
+}
