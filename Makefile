@@ -21,16 +21,20 @@ ifeq ($(SAN),1)
   CUDA := 0
 endif
 
-LIB_DIRS := core kernels kernels/cpu model io analyzers train
+LIB_DIRS := core kernels kernels/cpu model io analyzers train check plots study
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+# The gnuplot templates plots/*.gp are compiled into the library as C strings (plots/README.md), so
+# the tool needs no installed data and draws from any working directory.
+PLOT_TEMPLATES := $(sort $(wildcard plots/*.gp))
+PLOT_TEMPLATES_C := $(BUILD)/gen/plot_templates.c
 CLI_SRCS := $(wildcard cli/*.c)
 TEST_SUPPORT := $(wildcard tests/support/*.c)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_F64_SRCS := $(filter %_f64.c,$(TEST_SRCS))
 TEST_F32_SRCS := $(filter-out %_f64.c,$(TEST_SRCS))
 
-OBJ32 := $(LIB_SRCS:%.c=$(BUILD)/f32/%.o)
-OBJ64 := $(LIB_SRCS:%.c=$(BUILD)/f64/%.o)
+OBJ32 := $(LIB_SRCS:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/gen/plot_templates.o
+OBJ64 := $(LIB_SRCS:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/gen/plot_templates.o
 CLI_OBJ := $(CLI_SRCS:%.c=$(BUILD)/f32/%.o)
 LIB32 := $(BUILD)/libspanprobe.a
 LIB64 := $(BUILD)/libspanprobe_f64.a
@@ -62,6 +66,11 @@ ifeq ($(CUDA),0)
 endif
 .PHONY: cuda-note
 
+# The CPU kernels' inline exp (kernels/cpu/cpu_math.h) clamps its argument; GCC turns that clamp
+# into a branch-free select, so the loops around it vectorize, only when FP ops may not trap. No
+# value changes (it is clang's default).
+$(BUILD)/f32/kernels/cpu/%.o $(BUILD)/f64/kernels/cpu/%.o: CFLAGS += -fno-trapping-math
+
 $(BUILD)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -c $< -o $@
@@ -69,6 +78,14 @@ $(BUILD)/f32/%.o: %.c
 $(BUILD)/f64/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -c $< -o $@
+
+$(PLOT_TEMPLATES_C): $(PLOT_TEMPLATES) plots/embed_templates.sh
+	@mkdir -p $(dir $@)
+	sh plots/embed_templates.sh $(PLOT_TEMPLATES) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/f32/gen/plot_templates.o $(BUILD)/f64/gen/plot_templates.o: $(PLOT_TEMPLATES_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
@@ -99,11 +116,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB32)
 
 bench: $(BENCHES)
 
-# The default job (README): for now, create a small model and look inside it.
+# The default job (README): fetch the default corpus, train pre, post and span at 8 layers, analyze
+# them and draw every figure (docs/figures/README.md). Resumable: run it again after an interruption.
 main: $(BIN)
-	@mkdir -p out
-	$(BIN) init --config fixtures/tiny.json --seed 1 --out out/tiny.h5
-	$(BIN) inspect out/tiny.h5
+	@tools/fetch_data.sh data
+	$(BIN) study --preset quick --out out/quick
+	@echo "figures: out/quick/figures/ (one .png, .gp and .dat per figure); summary: out/quick/summary.md"
 
 # Test fixtures are built by the tool itself into $(BUILD)/fixtures (fixtures/build.sh), never committed.
 fixtures: $(BIN)

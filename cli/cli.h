@@ -33,6 +33,9 @@ sp_status sp_cli_load_config_files(int argc, char **argv, unsigned char *consume
 sp_status sp_cli_parse_fields(int argc, char **argv, unsigned char *consumed, const sp_field_table *t, void *obj);
 void sp_cli_print_fields_help(const char *title, const sp_field_table *t, const void *defaults);
 
+/* Takes arg as the command's one positional argument into *slot; a second one is a usage error
+ * ("unexpected argument 'x' (one <what> expected)"). */
+sp_status sp_cli_take_argument(const char *arg, const char **slot, const char *what);
 /* The value after the flag argv[*i] (advancing *i); numbers checked against [min, max]. Usage errors
  * name the option (cli/options.c). */
 sp_status sp_cli_option_value(int argc, char **argv, int *i, const char **value);

@@ -7,6 +7,14 @@
 static const sp_command commands[] = {
     {"init", "create a freshly initialized checkpoint from model options", sp_cmd_init},
     {"inspect", "describe a checkpoint, activation dump or report: format, config, tensor table", sp_cmd_inspect},
+    {"train", "train a model on a text file: checkpoints, training log, exact resume", sp_cmd_train},
+    {"import", "convert a llama2.c checkpoint and tokenizer into a spanprobe checkpoint", sp_cmd_import},
+    {"generate", "print text from a checkpoint (greedy or sampled)", sp_cmd_generate},
+    {"dump", "run a checkpoint on text or token ids and write every layer's activations", sp_cmd_dump},
+    {"analyze", "layer-wise diagnostics of a checkpoint or a dump into a report (HDF5 + JSON)", sp_cmd_analyze},
+    {"plot", "paper-style figures (gnuplot) from reports and training logs of one or several runs", sp_cmd_plot},
+    {"study", "train a preset set of runs, analyze them and draw every figure (resumable)", sp_cmd_study},
+    {"check", "gate a report on rules (thresholds, baseline tolerances): exit 7 when one fails", sp_cmd_check},
 };
 
 static void print_help(FILE *f)

@@ -2,32 +2,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tree.h"
+
 static char scratch_dir[4096];
 
-/* The directory is flat: remove its files, then it. */
-static void remove_scratch_dir(void)
-{
-    DIR *d = opendir(scratch_dir);
-    if (d) {
-        struct dirent *e;
-        char path[8192];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(path, sizeof path, "%s/%s", scratch_dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(scratch_dir);
-}
+static void remove_scratch_dir(void) { tree_remove(scratch_dir); }
 
 static const char *scratch_root(void)
 {
@@ -93,20 +79,31 @@ int scratch_file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+int scratch_count_entries(const char *pattern)
+{
+    DIR *d = opendir(scratch_root());
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += fnmatch(pattern, e->d_name, 0) == 0;
+    closedir(d);
+    return n;
+}
+
 int scratch_shared_data(const char *rel, char *buf, size_t len)
 {
     snprintf(buf, len, "../shared/data/%s", rel);
     return scratch_file_exists(buf);
 }
 
-int scratch_run_cli(const char *const *args, char **out, char **err)
+/* Starts $SPANPROBE_BIN with args, its stdout and stderr into the files named; -1 when
+ * SPANPROBE_BIN is not set. */
+static pid_t spawn_cli(const char *const *args, const char *out_path, const char *err_path)
 {
     const char *bin = getenv("SPANPROBE_BIN");
     if (!bin || !*bin)
         return -1;
-    char out_path[4200], err_path[4200];
-    scratch_path(out_path, sizeof out_path, "cli-stdout.txt");
-    scratch_path(err_path, sizeof err_path, "cli-stderr.txt");
     int n_args = 0;
     while (args[n_args])
         n_args++;
@@ -129,6 +126,19 @@ int scratch_run_cli(const char *const *args, char **out, char **err)
         _exit(127);
     }
     free(argv);
+    return pid;
+}
+
+pid_t scratch_spawn_cli(const char *const *args) { return spawn_cli(args, "/dev/null", "/dev/null"); }
+
+int scratch_run_cli(const char *const *args, char **out, char **err)
+{
+    char out_path[4200], err_path[4200];
+    scratch_path(out_path, sizeof out_path, "cli-stdout.txt");
+    scratch_path(err_path, sizeof err_path, "cli-stderr.txt");
+    pid_t pid = spawn_cli(args, out_path, err_path);
+    if (pid < 0)
+        return -1;
     int status = 0;
     if (waitpid(pid, &status, 0) < 0)
         abort();

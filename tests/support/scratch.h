@@ -5,6 +5,7 @@
 #define SP_TEST_SCRATCH_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes "<scratch dir>/<name>" into buf (the directory is created on first use; aborts on failure). */
 void scratch_path(char *buf, size_t len, const char *name);
@@ -13,6 +14,9 @@ int scratch_write_file(const char *path, const void *data, size_t len);
 /* The whole file, NUL-terminated (free()); NULL when it cannot be read. */
 char *scratch_read_file(const char *path, size_t *len);
 int scratch_file_exists(const char *path);
+/* Number of entries of the scratch directory whose name matches the fnmatch(3) pattern
+ * ("out.h5*": the file and its temporary files); -1 when the directory cannot be listed. */
+int scratch_count_entries(const char *pattern);
 /* Writes "../shared/data/<rel>" (relative to the repository root, the tests' working directory) into
  * buf and returns 1 when that file exists, else 0 (the caller skips). */
 int scratch_shared_data(const char *rel, char *buf, size_t len);
@@ -20,6 +24,9 @@ int scratch_shared_data(const char *rel, char *buf, size_t len);
  * NULL) get its stdout and stderr (free()). Returns the exit status, 128 + signal when killed, or -1
  * when SPANPROBE_BIN is not set (the caller skips). */
 int scratch_run_cli(const char *const *args, char **out, char **err);
+/* Starts $SPANPROBE_BIN with args in the background, stdout and stderr discarded; returns its pid
+ * (for waitpid), or -1 when SPANPROBE_BIN is not set. */
+pid_t scratch_spawn_cli(const char *const *args);
 /* Number of lines in s (a last line without '\n' counts). */
 int scratch_count_lines(const char *s);
 

@@ -1,0 +1,64 @@
+/* cli/cmd_study.c: `spanprobe study [--preset NAME] --out DIR [--data FILE] [--device D] [--format LIST]`
+ * (study/study.h; docs/figures/README.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "plots/plot.h"
+#include "study/study.h"
+
+static void print_help(void)
+{
+    printf("usage: spanprobe study [--preset NAME] --out DIR [--data FILE] [--device cpu|cuda|auto] [--format LIST]\n\n"
+           "Trains the preset's runs, analyzes each final checkpoint, draws every figure over all runs and\n"
+           "writes a summary table (final losses, diverged runs, headline metrics). Interrupted, the same\n"
+           "command continues where it stopped: finished runs and reports are not redone.\n\n"
+           "options:\n"
+           "  --preset NAME   the set of runs [quick]\n"
+           "  --out DIR       the study directory: runs/<run>/ (checkpoints, trainlog, report), figures/,\n"
+           "                  summary.md, summary.csv\n"
+           "  --data FILE     training and evaluation text [data/mobydick.txt, `make data`]\n"
+           "  --device NAME   cpu, cuda or auto [auto]\n"
+           "  --format LIST   figure formats, comma-separated: png, pdf, svg [png]\n\npresets:\n");
+    for (int i = 0; i < sp_study_preset_count(); i++)
+        printf("  %-9s %s\n", sp_study_preset_name(i), sp_study_preset_description(i));
+    printf("\nexit codes: 0 ok (diverged runs are results), 2 usage, 3 bad input, 5 I/O, 8 out of memory (docs/cli.md)\n");
+}
+
+static sp_status parse_args(int argc, char **argv, sp_study_options *o)
+{
+    *o = (sp_study_options){0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *value = NULL;
+        const char **target = strcmp(a, "--preset") == 0   ? &o->preset
+                              : strcmp(a, "--out") == 0    ? &o->out
+                              : strcmp(a, "--data") == 0   ? &o->data
+                              : strcmp(a, "--device") == 0 ? &o->device
+                              : strcmp(a, "--format") == 0 ? &value
+                                                           : NULL;
+        if (!target)
+            return sp_error(SP_ERR_USAGE, strncmp(a, "--", 2) == 0 ? "unknown option '%s'" : "unexpected argument '%s'", a);
+        SP_TRY(sp_cli_option_value(argc, argv, &i, target));
+        if (value)
+            SP_TRY(sp_plot_parse_formats(value, &o->formats));
+    }
+    if (!o->out)
+        return sp_error(SP_ERR_USAGE, "expected --out DIR");
+    return SP_OK;
+}
+
+int sp_cmd_study(int argc, char **argv)
+{
+    if (sp_cli_wants_help(argc, argv)) {
+        print_help();
+        return SP_OK;
+    }
+    sp_error_clear();
+    sp_study_options o;
+    sp_status st = parse_args(argc, argv, &o);
+    if (st == SP_OK)
+        st = sp_study_run(&o);
+    if (st == SP_ERR_USAGE)
+        return sp_cli_usage_error("study", "%s", sp_error_message());
+    return sp_cli_report("study", st);
+}

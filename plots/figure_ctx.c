@@ -1,0 +1,277 @@
+/* plots/figure_ctx.c: the context a figure's preparer fills (plots/figure.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots/figure.h"
+
+sp_status sp_plot_skip(sp_plot_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->skip, sizeof c->skip, fmt, ap);
+    va_end(ap);
+    return SP_OK;
+}
+
+void sp_plot_leave_out(sp_plot_ctx *c, const sp_plot_series *s, const char *why)
+{
+    size_t used = strlen(c->left_out);
+    snprintf(c->left_out + used, sizeof c->left_out - used, "%s%s (%s)", used ? "; " : "", s->title, why);
+}
+
+sp_status sp_plot_add_run(sp_plot_ctx *c, int i)
+{
+    int *grown = realloc(c->runs, (size_t)(c->n_runs + 1) * sizeof *grown);
+    if (!grown)
+        return sp_error(SP_ERR_NOMEM, "plot %s: out of memory", c->id);
+    c->runs = grown;
+    c->runs[c->n_runs++] = i;
+    return SP_OK;
+}
+
+void sp_plot_write_runs(sp_plot_ctx *c)
+{
+    const int n = c->n_runs;
+    sp_plot_var_num(c, "n_runs", n);
+    if (n == 0)
+        return;
+    const char **titles = calloc((size_t)n, sizeof *titles), **shorts = calloc((size_t)n, sizeof *shorts);
+    double *colors = calloc((size_t)n, sizeof *colors);
+    if (!titles || !shorts || !colors) {
+        c->vars.failed = 1;
+    } else {
+        for (int k = 0; k < n; k++) {
+            const sp_plot_series *s = &c->in->items[c->runs[k]];
+            titles[k] = s->title;
+            shorts[k] = s->short_name;
+            colors[k] = s->color;
+        }
+        sp_plot_var_strs(c, "run_title", n, titles);
+        sp_plot_var_strs(c, "run_short", n, shorts);
+        sp_plot_var_nums(c, "run_color", n, colors);
+    }
+    free(titles);
+    free(shorts);
+    free(colors);
+}
+
+/* ---- the data file ---- */
+
+void sp_plot_block(sp_plot_ctx *c, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    sp_plot_end_data(c);
+    /* two blank lines end a block for gnuplot's `index` */
+    sp_text_printf(&c->data, "%s# block %d: %s\n", c->n_blocks ? "\n\n" : "", c->n_blocks, line);
+    c->n_blocks++;
+    c->block_rows = 0;
+}
+
+void sp_plot_end_data(sp_plot_ctx *c)
+{
+    if (c->n_blocks > 0 && c->block_rows == 0)
+        sp_plot_row(c, 2, (const double[]){NAN, NAN});
+}
+
+void sp_plot_comment(sp_plot_ctx *c, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    sp_text_printf(&c->data, "# %s\n", line);
+}
+
+static void write_values(sp_plot_ctx *c, int n, const double *values)
+{
+    for (int i = 0; i < n; i++) {
+        if (isfinite(values[i]))
+            sp_text_printf(&c->data, "%s%.9g", i ? " " : "", values[i]);
+        else
+            sp_text_printf(&c->data, "%s?", i ? " " : "");
+    }
+}
+
+void sp_plot_row(sp_plot_ctx *c, int n, const double *values)
+{
+    write_values(c, n, values);
+    sp_text_printf(&c->data, "\n");
+    c->block_rows++;
+}
+
+void sp_plot_row_labelled(sp_plot_ctx *c, int n, const double *values, const char *label)
+{
+    write_values(c, n, values);
+    sp_text_printf(&c->data, " ");
+    sp_text_quoted(&c->data, label);
+    sp_text_printf(&c->data, "\n");
+    c->block_rows++;
+}
+
+/* ---- variables ---- */
+
+void sp_plot_var_num(sp_plot_ctx *c, const char *name, double value)
+{
+    sp_text_printf(&c->vars, "%s = %.9g\n", name, value);
+}
+
+void sp_plot_var_str(sp_plot_ctx *c, const char *name, const char *value)
+{
+    sp_text_printf(&c->vars, "%s = ", name);
+    sp_text_quoted(&c->vars, value);
+    sp_text_printf(&c->vars, "\n");
+}
+
+void sp_plot_var_nums(sp_plot_ctx *c, const char *name, int n, const double *values)
+{
+    sp_text_printf(&c->vars, "array %s[%d] = [", name, n);
+    for (int i = 0; i < n; i++)
+        sp_text_printf(&c->vars, "%s%.9g", i ? ", " : "", values[i]);
+    sp_text_printf(&c->vars, "]\n");
+}
+
+void sp_plot_var_strs(sp_plot_ctx *c, const char *name, int n, const char *const *values)
+{
+    sp_text_printf(&c->vars, "array %s[%d] = [", name, n);
+    for (int i = 0; i < n; i++) {
+        sp_text_printf(&c->vars, "%s", i ? ", " : "");
+        sp_text_quoted(&c->vars, values[i]);
+    }
+    sp_text_printf(&c->vars, "]\n");
+}
+
+void sp_plot_var_grid(sp_plot_ctx *c, int n)
+{
+    int cols = 1;
+    while (cols * cols < n)
+        cols++;
+    /* a wide canvas: prefer one more column than rows (3 -> 1 x 3, 4 -> 2 x 2, 6 -> 2 x 3) */
+    if (n <= 3)
+        cols = n;
+    const int rows = (n + cols - 1) / cols;
+    sp_plot_var_num(c, "n_rows", rows);
+    sp_plot_var_num(c, "n_cols", cols);
+}
+
+void sp_plot_var_panels(sp_plot_ctx *c, const char *title, int blocks_per_run, int has_bars, int n,
+                        const sp_plot_panel *panels)
+{
+    sp_plot_var_str(c, "figure_title", title);
+    sp_plot_var_num(c, "blocks_per_run", blocks_per_run);
+    sp_plot_var_num(c, "has_bars", has_bars);
+    sp_plot_var_num(c, "n_panels", n);
+    enum { MAX_PANELS = 8 };
+    if (n < 1 || n > MAX_PANELS)
+        abort(); /* a figure of plots/fig_*.c asks for an impossible layout: a bug */
+    const char *strs[3][MAX_PANELS];
+    double nums[6][MAX_PANELS];
+    for (int p = 0; p < n; p++) {
+        strs[0][p] = panels[p].title;
+        strs[1][p] = panels[p].xlabel;
+        strs[2][p] = panels[p].ylabel;
+        nums[0][p] = panels[p].block;
+        nums[1][p] = panels[p].col;
+        nums[2][p] = panels[p].dash_block;
+        nums[3][p] = panels[p].dash_col;
+        nums[4][p] = panels[p].band_col;
+        nums[5][p] = panels[p].log;
+    }
+    static const char *const str_names[3] = {"panel_title", "panel_xlabel", "panel_ylabel"};
+    static const char *const num_names[6] = {"panel_block", "panel_col", "panel_dash_block", "panel_dash_col",
+                                             "panel_band_col", "panel_log"};
+    for (int k = 0; k < 3; k++)
+        sp_plot_var_strs(c, str_names[k], n, strs[k]);
+    for (int k = 0; k < 6; k++)
+        sp_plot_var_nums(c, num_names[k], n, nums[k]);
+}
+
+/* ---- log axes ---- */
+
+void sp_plot_span_init(sp_plot_span *s) { *s = (sp_plot_span){.min_pos = INFINITY, .max = -INFINITY}; }
+
+void sp_plot_span_add(sp_plot_span *s, int n, const double *values)
+{
+    for (int i = 0; i < n; i++) {
+        const double v = values[i];
+        if (!isfinite(v))
+            continue;
+        if (v <= 0) {
+            s->nonpositive = 1;
+            continue;
+        }
+        s->min_pos = v < s->min_pos ? v : s->min_pos;
+        s->max = v > s->max ? v : s->max;
+    }
+}
+
+int sp_plot_span_decades(const sp_plot_span *s)
+{
+    return !s->nonpositive && isfinite(s->min_pos) && s->max >= 100 * s->min_pos;
+}
+
+/* ---- report series ---- */
+
+/* Reads the k arrays into a; 1 when all exist with their ranks (else c notes why s is left out). */
+static int read_metrics(sp_plot_ctx *c, const sp_plot_series *s, const char *analyzer, int k,
+                        const sp_plot_metric *metrics, sp_report_array *a)
+{
+    char why[256];
+    for (int j = 0; j < k; j++) {
+        if (sp_report_read_array(s->report, analyzer, metrics[j].name, &a[j]) != SP_OK) {
+            sp_error_clear();
+            snprintf(why, sizeof why, "no %s/%s", analyzer, metrics[j].name);
+        } else if (a[j].rank != metrics[j].rank || a[j].shape[0] < 1) {
+            snprintf(why, sizeof why, "%s/%s has rank %d, expected %d", analyzer, metrics[j].name, a[j].rank,
+                     metrics[j].rank);
+            sp_report_array_free(&a[j]);
+        } else {
+            continue;
+        }
+        for (int i = 0; i < j; i++)
+            sp_report_array_free(&a[i]);
+        sp_plot_leave_out(c, s, why);
+        return 0;
+    }
+    return 1;
+}
+
+sp_status sp_plot_each_report(sp_plot_ctx *c, const char *analyzer, int k, const sp_plot_metric *metrics,
+                              sp_plot_report_fn fn, void *acc)
+{
+    int n_reports = 0;
+    for (int i = 0; i < c->in->n; i++) {
+        const sp_plot_series *s = &c->in->items[i];
+        if (s->kind != SP_SERIES_REPORT)
+            continue;
+        n_reports++;
+        sp_report_array a[4];
+        if (k > 4)
+            return sp_error(SP_ERR_INTERNAL, "plot %s: %d arrays asked, at most 4", c->id, k);
+        if (!read_metrics(c, s, analyzer, k, metrics, a))
+            continue;
+        sp_status st = sp_plot_add_run(c, i);
+        if (st == SP_OK)
+            st = fn(c, s, a, acc);
+        for (int j = 0; j < k; j++)
+            sp_report_array_free(&a[j]);
+        SP_TRY(st);
+    }
+    if (c->n_runs == 0) {
+        char names[256] = "";
+        for (int j = 0; j < k; j++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", metrics[j].name);
+        c->left_out[0] = '\0'; /* the skip line says it all */
+        return sp_plot_skip(c, "%s (it needs %s/{%s})", n_reports ? "no report among the inputs holds its data"
+                                                                  : "no report among the inputs",
+                            analyzer, names);
+    }
+    return SP_OK;
+}

@@ -1,0 +1,23 @@
+/* plots/registry.c: every figure `spanprobe plot` draws, in drawing order (docs/figures/README.md).
+ * A new figure is a preparer (plots/fig_*.c) and one row here. */
+#include "plots/figure.h"
+
+const sp_plot_figure sp_plot_figures[] = {
+    {"loss", "training and validation loss curves (SpanNorm paper Fig. 2, 4)", "panels", sp_fig_loss},
+    {"grad-steps", "FFN weight gradient norm of every layer over training (Fig. 3, 7, 14)", "grad-steps",
+     sp_fig_grad_steps},
+    {"grad-layers", "FFN gradient norm by layer at the start, middle and end of training (Fig. 7)", "panels",
+     sp_fig_grad_layers},
+    {"depth", "final loss against depth, diverged runs marked (Fig. 11)", "depth", sp_fig_depth},
+    {"cos-heatmap", "cosine similarity between every pair of layer outputs (Fig. 5)", "heatmap", sp_fig_cos_heatmap},
+    {"cos-distance", "mean cosine similarity by layer distance, with its std (Fig. 6)", "panels", sp_fig_cos_distance},
+    {"cka", "linear CKA between every pair of layer outputs", "heatmap", sp_fig_cka},
+    {"spectral-util", "hard rank, soft rank and EDR of the FFN latents by block, and their means (Fig. 8)", "panels",
+     sp_fig_spectral_util},
+    {"embed-eigs", "token-embedding eigenvalues over their median (Fig. 9)", "panels", sp_fig_embed_eigs},
+    {"cond", "condition numbers of W_1 and W_2 by block, and their means (Fig. 10)", "panels", sp_fig_cond},
+    {"jac", "block Jacobian spectral norm by block, with the SpanNorm bound", "panels", sp_fig_jac},
+    {"growth", "hidden-state RMS and largest |h| over the median by layer", "panels", sp_fig_growth},
+    {"prune", "loss increase when removing block l, and the last k blocks", "panels", sp_fig_prune},
+};
+const int sp_plot_n_figures = (int)SP_ARRAY_LEN(sp_plot_figures);

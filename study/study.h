@@ -1,0 +1,32 @@
+/* study/study.h: `spanprobe study` as a library call: a preset set of runs trained, each analyzed,
+ * every figure drawn and a summary table written, resuming where it stopped.
+ *
+ *   OUT/runs/<run>/   the run (train/train.h: checkpoints, trainlog.h5, trainlog.csv) and its
+ *                     report.h5 + report.json (analyzers/driver.h) of the final checkpoint
+ *   OUT/figures/      every figure (plots/plot.h) over all runs
+ *   OUT/summary.md    the summary table (also printed), and OUT/summary.csv
+ *
+ * Resume: a run whose newest checkpoint says "done" or "diverged" is not trained again, one with
+ * checkpoints continues from the newest (exactly, train/train.h), a run with a report is not analyzed
+ * again; figures and summary are always redrawn. A run directory holding a run with other options
+ * is an error naming the option, so two presets can share OUT only where their runs agree. */
+#ifndef SP_STUDY_H
+#define SP_STUDY_H
+
+#include "core/common.h"
+
+typedef struct {
+    const char *preset;   /* NULL: "quick" */
+    const char *out;      /* the study directory */
+    const char *data;     /* training and evaluation text; NULL: data/mobydick.txt */
+    const char *device;   /* "auto", "cpu" or "cuda"; NULL: auto */
+    unsigned formats;     /* figure formats (plots/plot.h SP_PLOT_*); 0: PNG */
+} sp_study_options;
+
+int sp_study_preset_count(void);
+const char *sp_study_preset_name(int i);
+const char *sp_study_preset_description(int i);
+
+sp_status sp_study_run(const sp_study_options *opt);
+
+#endif

@@ -1,0 +1,402 @@
+/* `spanprobe plot`: every figure id drawn from small synthetic reports and training logs written
+ * through the writer APIs, each a valid PNG of the asked size beside its data and script; PDF and
+ * SVG; drawing from another working directory; figures without data skipped with one line each;
+ * runs lacking an array left out with a note; bad inputs and options as one-line errors. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io/report.h"
+#include "plots/plot.h"
+#include "support/png_info.h"
+#include "support/scratch.h"
+#include "support/tree.h"
+#include "train/options.h"
+#include "train/trainlog.h"
+
+#define N_ROWS 24
+#define D_EMBED 16
+
+static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
+                                             "cond", "jac", "growth", "prune"};
+static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
+#define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
+#define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
+
+/* A training log of a `variant` model with n_layers blocks: losses falling from 5 nats, FFN
+ * gradient norms that shrink toward the input by `decay` per block. */
+static void write_log(const char *dir, const char *variant, int n_layers, double decay, const char *status)
+{
+    sp_config cfg;
+    sp_train_options opt;
+    sp_config_defaults(&cfg);
+    sp_train_options_defaults(&opt);
+    assert_int_equal(sp_config_set(&cfg, "variant", variant, "test"), SP_OK);
+    cfg.n_layers = n_layers;
+    assert_int_equal(sp_config_resolve(&cfg), SP_OK);
+    opt.lr = 0.003;
+    const int n_tensors = 1 + 3 * n_layers;
+    char names[64][SP_PARAM_NAME_MAX];
+    const char *ptrs[64];
+    assert_true(n_tensors <= 64);
+    snprintf(names[0], sizeof names[0], "embed/tok");
+    for (int l = 0; l < n_layers; l++) {
+        snprintf(names[1 + 3 * l], sizeof names[0], "blocks/%d/attn/wq", l);
+        snprintf(names[2 + 3 * l], sizeof names[0], "blocks/%d/ffn/w1", l);
+        snprintf(names[3 + 3 * l], sizeof names[0], "blocks/%d/ffn/w2", l);
+    }
+    for (int t = 0; t < n_tensors; t++)
+        ptrs[t] = names[t];
+    sp_trainlog log;
+    assert_int_equal(sp_trainlog_init(&log, n_tensors, ptrs, n_layers + 1), SP_OK);
+    const int rows = strcmp(status, "diverged") == 0 ? N_ROWS / 2 : N_ROWS;
+    for (int r = 0; r < rows; r++) {
+        double step = 10.0 * (r + 1);
+        double scalars[SP_LOG_N_SCALARS] = {step, step * 2048, 1.5 + 3.5 * exp(-r / 6.0),
+                                            r % 6 == 5 ? 1.6 + 3.5 * exp(-r / 6.0) : NAN, 0.003, 1.0, 1e4};
+        double norms[64], ratio[64], rms[65];
+        for (int t = 0; t < n_tensors; t++) {
+            const int l = t == 0 ? 0 : (t - 1) / 3;
+            norms[t] = 0.1 * pow(decay, n_layers - 1 - l) * exp(-r / 20.0);
+            ratio[t] = 1e-3;
+        }
+        for (int l = 0; l <= n_layers; l++)
+            rms[l] = 1.0 + l;
+        assert_int_equal(sp_trainlog_append(&log, scalars, norms, ratio, rms), SP_OK);
+    }
+    snprintf(log.status, sizeof log.status, "%s", status);
+    log.diverged_step = strcmp(status, "diverged") == 0 ? rows * 10 + 1 : -1;
+    log.final_val_loss = strcmp(status, "done") == 0 ? 1.7 + 0.05 * n_layers : NAN;
+    log.unigram_entropy = 3.3;
+    log.options_json = sp_train_options_to_json(&cfg, &opt);
+    assert_non_null(log.options_json);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trainlog.h5", dir);
+    assert_int_equal(sp_trainlog_write(&log, path), SP_OK);
+    sp_trainlog_free(&log);
+}
+
+static void put(sp_report *r, const char *analyzer, const char *name, int rank, int64_t d0, int64_t d1,
+                const double *data)
+{
+    const int64_t shape[2] = {d0, d1};
+    const sp_report_array_attrs attrs = {"1", rank == 1 ? "[layer]" : "[layer, layer]", "synthetic"};
+    assert_int_equal(sp_report_write_array(r, analyzer, name, rank, shape, data, &attrs), SP_OK);
+}
+
+/* A report holding every array the figures read, for n_layers blocks; `shift` varies the values
+ * between runs; with_pruning 0 leaves the pruning analyzer out. */
+static void write_report(const char *dir, int n_layers, double shift, int with_pruning)
+{
+    const int L = n_layers, H = L + 1;
+    double m[32 * 32], v[64], w[64], k[32 * 7];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/report.h5", dir);
+    sp_report *r = NULL;
+    sp_report_provenance prov = {NULL, "{}", "synthetic"};
+    assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
+    for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++)
+            m[i * H + j] = exp(-shift * fabs((double)(i - j)));
+    put(r, "similarity", "cosine", 2, H, H, m);
+    put(r, "cka", "cka", 2, H, H, m);
+    for (int i = 0; i < L; i++) {
+        v[i] = exp(-shift * (i + 1));
+        w[i] = 0.05 * (i + 1);
+    }
+    put(r, "similarity", "cosine_by_distance", 1, L, 0, v);
+    put(r, "similarity", "cosine_by_distance_std", 1, L, 0, w);
+    for (int i = 0; i < H; i++) {
+        v[i] = 1 + shift * i;
+        w[i] = 8 - i;
+    }
+    put(r, "growth", "rms", 1, H, 0, v);
+    put(r, "growth", "top1_over_median", 1, H, 0, w);
+    for (int i = 0; i < L; i++) {
+        v[i] = 0.1 + 0.02 * i * shift;
+        w[i] = 0.4 + 0.01 * i;
+    }
+    put(r, "ffn_spectra", "hard_rank", 1, L, 0, v);
+    put(r, "ffn_spectra", "soft_rank", 1, L, 0, w);
+    for (int i = 0; i < D_EMBED; i++) {
+        v[i] = (i + 1.0) / D_EMBED;
+        w[i] = 20 * exp(-shift * i);
+    }
+    put(r, "embed_spectrum", "normalized_rank", 1, D_EMBED, 0, v);
+    put(r, "embed_spectrum", "tok_eigvals_over_median", 1, D_EMBED, 0, w);
+    for (int i = 0; i < L * 7; i++)
+        k[i] = 2 + shift * i;
+    k[4] = INFINITY; /* W_1 of block 0: sigma_min ~ 0 */
+    put(r, "weights", "kappa", 2, L, 7, k);
+    for (int i = 0; i < L; i++) {
+        v[i] = 1 + 0.1 * i * shift;
+        w[i] = i == 0 ? NAN : 2 + 0.1 * i;
+    }
+    put(r, "jacobian", "sigma_max", 1, L, 0, v);
+    put(r, "jacobian", "bound", 1, L, 0, w);
+    if (with_pruning) {
+        put(r, "pruning", "delta_skip_block", 1, L, 0, v);
+        put(r, "pruning", "delta_drop_last", 1, L - 1, 0, w + 1);
+    }
+    assert_int_equal(sp_report_commit(r), SP_OK);
+}
+
+static void make_dir(char *buf, size_t len, const char *name)
+{
+    scratch_path(buf, len, name);
+    tree_remove(buf);
+    assert_int_equal(mkdir(buf, 0777), 0);
+}
+
+/* Three runs: pre (log + report), span (log + report without pruning), post at 6 layers (a
+ * diverged log only). */
+typedef struct {
+    char pre[4200], span[4200], post[4200];
+} runs;
+
+static void make_runs(runs *r)
+{
+    make_dir(r->pre, sizeof r->pre, "run-pre");
+    make_dir(r->span, sizeof r->span, "run-span");
+    make_dir(r->post, sizeof r->post, "run-post");
+    write_log(r->pre, "pre", 3, 1.0, "done");
+    write_report(r->pre, 3, 0.2, 1);
+    write_log(r->span, "span", 3, 0.01, "done");
+    write_report(r->span, 3, 0.6, 0);
+    write_log(r->post, "post", 6, 0.1, "diverged");
+}
+
+static void remove_runs(const runs *r)
+{
+    tree_remove(r->pre);
+    tree_remove(r->span);
+    tree_remove(r->post);
+}
+
+static void assert_figure(const char *dir, const char *id, int width, int height)
+{
+    char path[4300];
+    int w = 0, h = 0;
+    snprintf(path, sizeof path, "%s/%s.png", dir, id);
+    assert_int_equal(png_size(path, &w, &h), 0);
+    assert_int_equal(w, width);
+    assert_int_equal(h, height);
+    snprintf(path, sizeof path, "%s/%s.gp", dir, id);
+    assert_true(scratch_file_exists(path));
+    snprintf(path, sizeof path, "%s/%s.dat", dir, id);
+    assert_true(scratch_file_exists(path));
+}
+
+static void assert_no_figure(const char *dir, const char *id)
+{
+    const char *ext[] = {"png", "gp", "dat"};
+    char path[4300];
+    for (int e = 0; e < 3; e++) {
+        snprintf(path, sizeof path, "%s/%s.%s", dir, id, ext[e]);
+        assert_false(scratch_file_exists(path));
+    }
+}
+
+static int count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static char *read_text(const char *dir, const char *name)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = scratch_read_file(path, NULL);
+    assert_non_null(text);
+    return text;
+}
+
+static void test_every_figure(void **state)
+{
+    (void)state;
+    runs r;
+    make_runs(&r);
+    char out[4200];
+    scratch_path(out, sizeof out, "figures-all");
+    tree_remove(out);
+    const char *args[] = {"plot", r.pre, r.span, r.post, "--out", out, "--size", "640x400", NULL};
+    char *o = NULL, *e = NULL;
+    int rc = scratch_run_cli(args, &o, &e);
+    if (rc == -1)
+        skip();
+    assert_int_equal(rc, 0);
+    for (int i = 0; i < sp_plot_figure_count(); i++)
+        assert_figure(out, sp_plot_figure_id(i), 640, 400);
+    assert_int_equal(sp_plot_figure_count(), N_REPORT_FIGURES + N_LOG_FIGURES);
+    /* the span report has no pruning arrays: one note, the figure drawn from pre alone */
+    assert_int_equal(scratch_count_lines(e), 1);
+    assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
+    assert_non_null(strstr(o, "13 figures drawn"));
+    /* the legend names each run; the data keep one block per run (two for the loss curves) */
+    char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
+    assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
+    assert_non_null(strstr(script, "\"post, L=6, scaled init, lr 0.003\""));
+    assert_int_equal(count_lines_with(data, "# block "), 6);
+    free(script);
+    free(data);
+    /* depth: pre and span at 3 layers, post's divergence at 6 layers marked */
+    script = read_text(out, "depth.gp");
+    data = read_text(out, "depth.dat");
+    assert_non_null(strstr(script, "has_diverged = 1"));
+    assert_non_null(strstr(data, "diverged runs"));
+    char diverged_row[128]; /* post: 6 layers, the loss of its last logged row, the third colour, its name */
+    snprintf(diverged_row, sizeof diverged_row, "6 %.9g 3 \"post L=6\"", 1.5 + 3.5 * exp(-(N_ROWS / 2 - 1) / 6.0));
+    assert_non_null(strstr(data, diverged_row));
+    free(script);
+    free(data);
+    /* grad norms drawn on log axes, heatmaps with a colour bar in [0, 1] */
+    script = read_text(out, "grad-layers.gp");
+    assert_non_null(strstr(script, "array panel_log[3] = [1, 1, 1]"));
+    free(script);
+    script = read_text(out, "cos-heatmap.gp");
+    assert_non_null(strstr(script, "cb_min = 0"));
+    assert_non_null(strstr(script, "set cblabel heat_label"));
+    free(script);
+    tree_remove(out);
+    remove_runs(&r);
+    free(o);
+    free(e);
+}
+
+/* Drawn from another working directory, in every format, through the library. */
+static void test_formats_any_cwd(void **state)
+{
+    (void)state;
+    runs r;
+    make_runs(&r);
+    char out[4200], cwd[4200];
+    scratch_path(out, sizeof out, "figures-formats");
+    tree_remove(out);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir("/"), 0);
+    sp_plot_options opt;
+    sp_plot_options_defaults(&opt);
+    opt.out_dir = out;
+    opt.only = "loss,cos-heatmap";
+    opt.quiet = 1;
+    assert_int_equal(sp_plot_parse_formats("png,pdf,svg", &opt.formats), SP_OK);
+    const char *inputs[] = {r.pre, r.span};
+    sp_plot_result res;
+    sp_status st = sp_plot_run(2, inputs, &opt, &res);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(st, SP_OK);
+    assert_int_equal(res.drawn, 2);
+    assert_int_equal(res.skipped, 0);
+    assert_figure(out, "loss", SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
+    assert_figure(out, "cos-heatmap", SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
+    char *pdf = read_text(out, "loss.pdf"), *svg = read_text(out, "cos-heatmap.svg");
+    assert_memory_equal(pdf, "%PDF-", 5);
+    assert_non_null(strstr(svg, "<svg"));
+    free(pdf);
+    free(svg);
+    /* exactly the two figures' files: 3 images, script and data each; no temporary left */
+    assert_int_equal(tree_count_files(out, ""), 10);
+    tree_remove(out);
+    remove_runs(&r);
+}
+
+static void test_missing_data_skipped(void **state)
+{
+    (void)state;
+    runs r;
+    make_runs(&r);
+    char out[4200], log[4300];
+    scratch_path(out, sizeof out, "figures-logonly");
+    tree_remove(out);
+    snprintf(log, sizeof log, "%s/trainlog.h5", r.post);
+    const char *args[] = {"plot", log, "--out", out, NULL};
+    char *o = NULL, *e = NULL;
+    int rc = scratch_run_cli(args, &o, &e);
+    if (rc == -1)
+        skip();
+    assert_int_equal(rc, 0);
+    /* one line per figure that needs a report, nothing written for it */
+    assert_int_equal(scratch_count_lines(e), N_REPORT_FIGURES);
+    for (int i = 0; i < N_REPORT_FIGURES; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "plot: %s: skipped: no report among the inputs", report_figures[i]);
+        assert_non_null(strstr(e, line));
+        assert_no_figure(out, report_figures[i]);
+    }
+    for (int i = 0; i < N_LOG_FIGURES; i++)
+        assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
+    assert_non_null(strstr(o, "4 figures drawn"));
+    assert_non_null(strstr(o, "9 skipped"));
+    tree_remove(out);
+    remove_runs(&r);
+    free(o);
+    free(e);
+}
+
+/* Runs the CLI expecting exit code rc and one line on stderr holding `needle`; no output made. */
+static void expect_error(const char *const *args, int rc_expected, const char *needle, const char *out)
+{
+    char *e = NULL;
+    int rc = scratch_run_cli(args, NULL, &e);
+    if (rc == -1)
+        skip();
+    assert_int_equal(rc, rc_expected);
+    assert_int_equal(scratch_count_lines(e), 1);
+    if (!strstr(e, needle))
+        fail_msg("expected '%s' in: %s", needle, e);
+    assert_false(scratch_file_exists(out));
+    free(e);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    runs r;
+    make_runs(&r);
+    char out[4200], text[4200], empty[4200], missing[4200];
+    scratch_path(out, sizeof out, "figures-bad");
+    tree_remove(out);
+    scratch_path(text, sizeof text, "notes.txt");
+    assert_int_equal(scratch_write_file(text, "not a report\n", 13), 0);
+    make_dir(empty, sizeof empty, "run-empty");
+    scratch_path(missing, sizeof missing, "no-such-report.h5");
+    const char *a1[] = {"plot", r.pre, text, "--out", out, NULL};
+    expect_error(a1, SP_ERR_INPUT, text, out);
+    const char *a2[] = {"plot", empty, "--out", out, NULL};
+    expect_error(a2, SP_ERR_INPUT, "holds no training log", out);
+    const char *a3[] = {"plot", missing, "--out", out, NULL};
+    expect_error(a3, SP_ERR_IO, missing, out);
+    const char *a4[] = {"plot", r.pre, "--out", out, "--only", "loss,nosuch", NULL};
+    expect_error(a4, SP_ERR_USAGE, "unknown figure 'nosuch'", out);
+    const char *a5[] = {"plot", r.pre, "--out", out, "--format", "png,gif", NULL};
+    expect_error(a5, SP_ERR_USAGE, "unknown format 'gif'", out);
+    const char *a6[] = {"plot", r.pre, NULL};
+    expect_error(a6, SP_ERR_USAGE, "--out", out);
+    const char *a7[] = {"plot", r.pre, "--out", out, "--size", "800", NULL};
+    expect_error(a7, SP_ERR_USAGE, "--size", out);
+    unlink(text);
+    tree_remove(empty);
+    remove_runs(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_figure),
+        cmocka_unit_test(test_formats_any_cwd),
+        cmocka_unit_test(test_missing_data_skipped),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
