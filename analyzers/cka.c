@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "analyzers/dev_bufs.h"
 #include "analyzers/moments.h"
 #include "analyzers/output.h"
 
@@ -52,19 +53,13 @@ static void cka_free(void *state)
     if (!s)
         return;
     const sp_backend *be = s->ro.be;
-    for (int i = 0; s->shifted && i < s->n_h; i++)
-        if (s->shifted[i])
-            be->free(s->shifted[i]);
     for (int i = 0; s->cols && i < s->n_streams * s->n_h; i++)
         sp_mom_cols_free(&s->cols[i]);
     for (size_t i = 0; s->cross && i < (size_t)s->n_streams * s->n_h * s->n_h; i++)
         sp_mom_cross_free(&s->cross[i]);
-    if (s->norms_dev)
-        be->free(s->norms_dev);
-    if (s->xn_dev)
-        be->free(s->xn_dev);
+    sp_dev_bufs_free(be, s->shifted, s->n_h);
+    sp_dev_bufs_release(be, (sp_real *[]){s->norms_dev, s->xn_dev}, 2);
     sp_rowops_free(&s->ro);
-    free(s->shifted);
     free(s->cols);
     free(s->cross);
     free(s->norms);
@@ -101,14 +96,11 @@ static sp_status cka_begin(const sp_analysis *a, void **state)
     s->max_rows = a->batch * a->seq_len;
     s->debiased = a->opts->cka_debiased;
     SP_TRY(sp_rowops_init(&s->ro, a->be, s->max_rows, s->d));
-    s->shifted = sp_calloc((size_t)s->n_h, sizeof *s->shifted, "cka buffers");
+    s->shifted = sp_dev_bufs_alloc(a->be, s->n_h, (size_t)s->max_rows * s->d * sizeof(sp_real), "cka shifted rows");
     s->cols = sp_calloc((size_t)s->n_streams * s->n_h, sizeof *s->cols, "cka sums");
     s->cross = sp_calloc((size_t)s->n_streams * s->n_h * s->n_h, sizeof *s->cross, "cka cross-products");
     if (!s->shifted || !s->cols || !s->cross)
         return SP_ERR_NOMEM;
-    for (int i = 0; i < s->n_h; i++)
-        if (!(s->shifted[i] = a->be->alloc((size_t)s->max_rows * s->d * sizeof(sp_real), "cka shifted rows")))
-            return SP_ERR_NOMEM;
     for (int k = 0; k < s->n_streams; k++)
         for (int i = 0; i < s->n_h; i++) {
             SP_TRY(sp_mom_cols_init(&s->cols[k * s->n_h + i], &s->ro, s->d));

@@ -222,14 +222,6 @@ static sp_status input_format(const char *path, char *format, size_t len)
     return st;
 }
 
-static int has_slot(const sp_config *cfg, const char *slot)
-{
-    for (int l = 0; l < cfg->n_layers; l++)
-        if (sp_recipe_slot(sp_recipe_for_layer(cfg, l), slot) >= 0)
-            return 1;
-    return 0;
-}
-
 static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
 {
     SP_TRY(sp_ckpt_load(job->input, be, &in->model, &in->meta));
@@ -247,8 +239,9 @@ static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be
     *a = (sp_analysis){.be = be, .model = in->model, .n_layers = cfg->n_layers,
                        .n_streams = sp_config_n_streams(cfg), .d_model = cfg->d_model, .d_ff = cfg->d_ff,
                        .vocab_size = cfg->vocab_size, .has_latents = 1,
-                       .has_presums = has_slot(cfg, "sum_a") || has_slot(cfg, "sum_z"), .tokens = in->eval.tokens,
-                       .targets = in->eval.targets, .n_seqs = in->eval.n_seqs, .seq_len = seq_len};
+                       .has_presums = sp_config_has_slot(cfg, "sum_a") || sp_config_has_slot(cfg, "sum_z"),
+                       .tokens = in->eval.tokens, .targets = in->eval.targets, .n_seqs = in->eval.n_seqs,
+                       .seq_len = seq_len};
     return SP_OK;
 }
 

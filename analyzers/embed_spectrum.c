@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "analyzers/analyzer.h"
+#include "analyzers/dev_bufs.h"
 #include "analyzers/linalg.h"
 
 #define NAME "embed_spectrum"
@@ -28,9 +29,7 @@ typedef struct {
 static void scratch_free(cov_scratch *s)
 {
     sp_real *bufs[] = {s->ones, s->mean, s->chunk, s->part};
-    for (size_t i = 0; i < SP_ARRAY_LEN(bufs); i++)
-        if (bufs[i])
-            s->be->free(bufs[i]);
+    sp_dev_bufs_release(s->be, bufs, (int)SP_ARRAY_LEN(bufs));
     free(s->stage);
 }
 

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/dev_bufs.h"
+
 /* Elements downloaded at a time when partial sums move to the host. */
 #define FLUSH_CHUNK 65536
 
@@ -41,12 +43,8 @@ sp_status sp_mom_cols_init(sp_mom_cols *c, sp_rowops *ro, int dim)
 
 void sp_mom_cols_free(sp_mom_cols *c)
 {
-    if (c->ro) {
-        if (c->shift)
-            c->ro->be->free(c->shift);
-        if (c->part)
-            c->ro->be->free(c->part);
-    }
+    if (c->ro)
+        sp_dev_bufs_release(c->ro->be, (sp_real *[]){c->shift, c->part}, 2);
     free(c->shift_host);
     free(c->sum);
     *c = (sp_mom_cols){0};

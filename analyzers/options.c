@@ -52,23 +52,17 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
 
 sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *where)
 {
-    const struct {
-        const char *name;
-        int64_t value, min, max;
-    } ranges[] = {
-        {"n_tokens", o->n_tokens, 1, INT64_C(1) << 40},
-        {"seq_len", o->seq_len, 0, 1 << 20},
-        {"batch", o->batch, 1, 1 << 20},
-        {"topk", o->topk, 1, 1 << 16},
-        {"power_iters", o->power_iters, 1, 1 << 24},
-        {"jac_tokens", o->jac_tokens, 1, 1 << 20},
-        {"grad_batches", o->grad_batches, 1, 1 << 20},
-        {"prune_batches", o->prune_batches, 1, 1 << 20},
+    const sp_int_range ranges[] = {
+        {"n_tokens", o->n_tokens, 1, INT64_C(1) << 40, NULL},
+        {"seq_len", o->seq_len, 0, 1 << 20, NULL},
+        {"batch", o->batch, 1, 1 << 20, NULL},
+        {"topk", o->topk, 1, 1 << 16, NULL},
+        {"power_iters", o->power_iters, 1, 1 << 24, NULL},
+        {"jac_tokens", o->jac_tokens, 1, 1 << 20, NULL},
+        {"grad_batches", o->grad_batches, 1, 1 << 20, NULL},
+        {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
     };
-    for (size_t i = 0; i < SP_ARRAY_LEN(ranges); i++)
-        if (ranges[i].value < ranges[i].min || ranges[i].value > ranges[i].max)
-            return sp_error(SP_ERR_USAGE, "%s: %s = %lld (expected %lld..%lld)", where, ranges[i].name,
-                            (long long)ranges[i].value, (long long)ranges[i].min, (long long)ranges[i].max);
+    SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
     if (!(o->power_tol > 0 && o->power_tol < 1))
         return sp_error(SP_ERR_USAGE, "%s: power_tol = %g (expected a number in (0, 1))", where, o->power_tol);
     return SP_OK;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/dev_bufs.h"
 #include "analyzers/progress.h"
 
 int sp_batch_rows(const sp_act_batch *b) { return b->rows; }
@@ -100,14 +101,10 @@ sp_status sp_pass_init(struct sp_pass *p, const sp_analysis *a, unsigned load, i
     size_t rows = (size_t)a->batch * (size_t)a->seq_len, cells;
     sp_status st = sp_size_mul3(rows, (size_t)width, sizeof(sp_real), &cells, "dump batch buffer");
     if (st == SP_OK) {
-        p->bufs = sp_calloc((size_t)(n ? n : 1), sizeof *p->bufs, "dump batch buffers");
+        p->bufs = sp_dev_bufs_alloc(a->be, n, cells, "dump batch buffers");
+        p->n_bufs = p->bufs ? n : 0;
         p->staging = sp_malloc(cells, "dump batch staging");
         st = p->bufs && p->staging ? SP_OK : SP_ERR_NOMEM;
-    }
-    for (int i = 0; i < n && st == SP_OK; i++) {
-        p->bufs[i] = a->be->alloc(cells, "dump batch buffer");
-        st = p->bufs[i] ? SP_OK : SP_ERR_NOMEM;
-        p->n_bufs = i + 1;
     }
     if (st != SP_OK)
         sp_pass_free(p);
@@ -116,10 +113,7 @@ sp_status sp_pass_init(struct sp_pass *p, const sp_analysis *a, unsigned load, i
 
 void sp_pass_free(struct sp_pass *p)
 {
-    for (int i = 0; i < p->n_bufs; i++)
-        if (p->bufs[i])
-            p->be->free(p->bufs[i]);
-    free(p->bufs);
+    sp_dev_bufs_free(p->be, p->bufs, p->n_bufs);
     free(p->batch.hidden);
     free(p->staging);
     *p = (struct sp_pass){0};

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "analyzers/dev_bufs.h"
+
 /* A backend vector of n copies of value. */
 static sp_status fill_backend(const sp_backend *be, sp_real *dst, size_t n, double value)
 {
@@ -46,9 +48,7 @@ void sp_rowops_free(sp_rowops *ro)
 {
     if (ro->be) {
         sp_real *bufs[] = {ro->ones, ro->gain, ro->zeros, ro->y, ro->mean, ro->rstd};
-        for (size_t i = 0; i < SP_ARRAY_LEN(bufs); i++)
-            if (bufs[i])
-                ro->be->free(bufs[i]);
+        sp_dev_bufs_release(ro->be, bufs, (int)SP_ARRAY_LEN(bufs));
     }
     free(ro->host);
     *ro = (sp_rowops){0};

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "analyzers/dev_bufs.h"
 #include "analyzers/moments.h"
 #include "analyzers/output.h"
 
@@ -42,22 +43,13 @@ static void sim_free(void *state)
     if (!s)
         return;
     const sp_backend *be = s->ro.be;
-    for (int i = 0; s->unit && i < s->n_h; i++)
-        if (s->unit[i])
-            be->free(s->unit[i]);
     for (int i = 0; s->cols && i < s->n_streams * s->n_h; i++)
         sp_mom_cols_free(&s->cols[i]);
-    for (int i = 0; s->mean && i < s->n_streams * s->n_h; i++)
-        if (s->mean[i])
-            be->free(s->mean[i]);
-    if (s->diff)
-        be->free(s->diff);
-    if (s->picked)
-        be->free(s->picked);
+    sp_dev_bufs_free(be, s->unit, s->n_h);
+    sp_dev_bufs_free(be, s->mean, s->n_streams * s->n_h);
+    sp_dev_bufs_release(be, (sp_real *[]){s->diff, s->picked}, 2);
     sp_rowops_free(&s->ro);
-    free(s->unit);
     free(s->cols);
-    free(s->mean);
     free(s->sq);
     free(s->dsq);
     free(s->cos_sum);
@@ -81,7 +73,7 @@ static sp_status sim_begin(const sp_analysis *a, void **state)
     const size_t cells = (size_t)s->max_rows * (size_t)s->d * sizeof(sp_real);
     const size_t n_pairs = (size_t)s->n_streams * s->n_h * s->n_h;
     SP_TRY(sp_rowops_init(&s->ro, a->be, s->max_rows, s->d));
-    s->unit = sp_calloc((size_t)s->n_h, sizeof *s->unit, "similarity buffers");
+    s->unit = sp_dev_bufs_alloc(a->be, s->n_h, cells, "similarity unit rows");
     s->sq = sp_malloc((size_t)s->n_h * s->max_rows * sizeof *s->sq, "similarity norms");
     s->dsq = sp_malloc((size_t)s->max_rows * sizeof *s->dsq, "similarity norms");
     s->cos_sum = sp_calloc(n_pairs, sizeof *s->cos_sum, "similarity sums");
@@ -91,13 +83,10 @@ static sp_status sim_begin(const sp_analysis *a, void **state)
     s->picked = a->be->alloc(cells, "similarity rows");
     if (!s->unit || !s->sq || !s->dsq || !s->cos_sum || !s->ang_sum || !s->nonzero || !s->diff || !s->picked)
         return SP_ERR_NOMEM;
-    for (int i = 0; i < s->n_h; i++)
-        if (!(s->unit[i] = a->be->alloc(cells, "similarity unit rows")))
-            return SP_ERR_NOMEM;
     if (s->center) {
         int n = s->n_streams * s->n_h;
         s->cols = sp_calloc((size_t)n, sizeof *s->cols, "similarity means");
-        s->mean = sp_calloc((size_t)n, sizeof *s->mean, "similarity means");
+        s->mean = sp_dev_bufs_alloc(a->be, n, (size_t)s->d * sizeof(sp_real), "similarity means");
         if (!s->cols || !s->mean)
             return SP_ERR_NOMEM;
         for (int i = 0; i < n; i++)
@@ -195,11 +184,7 @@ static sp_status second_pass(const sp_analysis *a, sim_state *s)
     sp_real *host = sp_malloc((size_t)s->d * sizeof *host, "similarity means");
     sp_status st = mean && host ? SP_OK : SP_ERR_NOMEM;
     for (int i = 0; i < s->n_streams * s->n_h && st == SP_OK; i++) {
-        st = sp_mom_cols_flush(&s->cols[i]);
-        s->mean[i] = st == SP_OK ? a->be->alloc((size_t)s->d * sizeof(sp_real), "similarity mean") : NULL;
-        if (st == SP_OK && !s->mean[i])
-            st = SP_ERR_NOMEM;
-        if (st != SP_OK)
+        if ((st = sp_mom_cols_flush(&s->cols[i])) != SP_OK)
             break;
         sp_mom_cols_mean(&s->cols[i], mean);
         for (int j = 0; j < s->d; j++)

@@ -81,9 +81,7 @@ static sp_status parse_args(int argc, char **argv, unsigned char *consumed, sp_a
             continue;
         if (strncmp(argv[i], "--", 2) == 0)
             return sp_error(SP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        if (job->input)
-            return sp_error(SP_ERR_USAGE, "unexpected argument '%s' (one input expected)", argv[i]);
-        job->input = argv[i];
+        SP_TRY(sp_cli_take_argument(argv[i], &job->input, "input"));
     }
     if (!job->input)
         return sp_error(SP_ERR_USAGE, "expected an input: a checkpoint or an activation dump");

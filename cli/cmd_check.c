@@ -49,10 +49,8 @@ static sp_status parse_args(int argc, char **argv, check_args *a)
             a->print_rules = 1;
         } else if (strncmp(arg, "--", 2) == 0) {
             return sp_error(SP_ERR_USAGE, "unknown option '%s'", arg);
-        } else if (a->report) {
-            return sp_error(SP_ERR_USAGE, "unexpected argument '%s' (one report expected)", arg);
         } else {
-            a->report = arg;
+            SP_TRY(sp_cli_take_argument(arg, &a->report, "report"));
         }
     }
     if (!a->print_rules && !a->report)

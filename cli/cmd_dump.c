@@ -18,7 +18,7 @@
 #define DUMP_MAX_TEXT_BYTES ((size_t)1 << 30)
 
 typedef struct {
-    const char *ckpt, *text_path, *tokens_path, *out, *device;
+    const char *ckpt, *text_path, *tokens_path, *out;
     long seq_len, batch_limit; /* 0: default */
     int logits;
 } dump_opts;
@@ -44,15 +44,14 @@ static void print_help(void)
            "            4 NaN/Inf, 5 I/O, 8 out of memory\n");
 }
 
-static sp_status parse_args(int argc, char **argv, dump_opts *o)
+static sp_status parse_args(int argc, char **argv, sp_cli_model_args *args, void *opts)
 {
-    *o = (dump_opts){.device = "auto"};
+    dump_opts *o = opts;
+    *o = (dump_opts){0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (strncmp(a, "--", 2) != 0) {
-            if (o->ckpt)
-                return sp_error(SP_ERR_USAGE, "unexpected argument '%s' (one checkpoint expected)", a);
-            o->ckpt = a;
+            SP_TRY(sp_cli_take_argument(a, &args->ckpt, "checkpoint"));
             continue;
         }
         if (strcmp(a, "--logits") == 0) {
@@ -67,7 +66,7 @@ static sp_status parse_args(int argc, char **argv, dump_opts *o)
         else if (strcmp(a, "--out") == 0)
             o->out = v;
         else if (strcmp(a, "--device") == 0)
-            o->device = v;
+            args->device = v;
         else if (strcmp(a, "--seq") == 0)
             SP_TRY(sp_cli_parse_long(a, v, 1, 1L << 30, &o->seq_len));
         else if (strcmp(a, "--batch-limit") == 0)
@@ -75,8 +74,9 @@ static sp_status parse_args(int argc, char **argv, dump_opts *o)
         else
             return sp_error(SP_ERR_USAGE, "unknown option %s", a);
     }
-    if (!o->ckpt)
+    if (!args->ckpt)
         return sp_error(SP_ERR_USAGE, "expected a checkpoint");
+    o->ckpt = args->ckpt; /* named in the dump's source */
     if (!o->text_path == !o->tokens_path)
         return sp_error(SP_ERR_USAGE, "expected exactly one of --text FILE and --tokens FILE");
     if (!o->out)
@@ -94,15 +94,6 @@ static sp_status read_input(const dump_opts *o, const sp_ckpt_meta *meta, int32_
     sp_status st = sp_tokenizer_encode(&meta->tokenizer, (const char *)text, len, 1, ids, n_ids);
     free(text);
     return st;
-}
-
-/* Does any block of the model have the recipe slot (a pre-normalization sum)? */
-static int has_slot(const sp_config *cfg, const char *slot)
-{
-    for (int l = 0; l < cfg->n_layers; l++)
-        if (sp_recipe_slot(sp_recipe_for_layer(cfg, l), slot) >= 0)
-            return 1;
-    return 0;
 }
 
 /* Downloads rows [0, n_rows) of a backend array of the given width and writes them at row0. */
@@ -165,7 +156,7 @@ static sp_status run_dump(const dump_opts *o, sp_model *m, const sp_ckpt_meta *m
     sp_dump_info info = {.n_layers = cfg->n_layers, .d_model = cfg->d_model,
                          .n_streams = sp_config_n_streams(cfg), .d_ff = cfg->d_ff, .vocab_size = cfg->vocab_size,
                          .batch = (int)batch, .seq_len = (int)T, .has_ffn_latent = 1,
-                         .has_sum_a = has_slot(cfg, "sum_a"), .has_sum_z = has_slot(cfg, "sum_z"),
+                         .has_sum_a = sp_config_has_slot(cfg, "sum_a"), .has_sum_z = sp_config_has_slot(cfg, "sum_z"),
                          .has_logits = o->logits};
     snprintf(info.variant, sizeof info.variant, "%s", sp_variant_names[cfg->variant]);
     snprintf(info.source, sizeof info.source, "spanprobe dump %s on %s %s (%zu of %zu tokens)", o->ckpt,
@@ -198,33 +189,20 @@ static sp_status run_dump(const dump_opts *o, sp_model *m, const sp_ckpt_meta *m
     return SP_OK;
 }
 
-static sp_status dump(const dump_opts *o)
+static sp_status dump(sp_model *m, const sp_ckpt_meta *meta, const void *opts)
 {
-    sp_model *m = NULL;
-    sp_ckpt_meta meta;
-    sp_ckpt_meta_init(&meta);
-    SP_TRY(sp_cli_load_model(o->ckpt, o->device, &m, &meta));
+    const dump_opts *o = opts;
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
-    sp_status st = read_input(o, &meta, &tokens, &n_tokens);
+    sp_status st = read_input(o, meta, &tokens, &n_tokens);
     if (st == SP_OK)
-        st = run_dump(o, m, &meta, tokens, n_tokens);
+        st = run_dump(o, m, meta, tokens, n_tokens);
     free(tokens);
-    sp_model_free(m);
-    sp_ckpt_meta_free(&meta);
     return st;
 }
 
 int sp_cmd_dump(int argc, char **argv)
 {
-    if (sp_cli_wants_help(argc, argv)) {
-        print_help();
-        return SP_OK;
-    }
-    sp_error_clear();
     dump_opts o;
-    sp_status st = parse_args(argc, argv, &o);
-    if (st != SP_OK)
-        return sp_cli_usage_error("dump", "%s", sp_error_message());
-    return sp_cli_report("dump", dump(&o));
+    return sp_cli_model_command("dump", argc, argv, print_help, parse_args, dump, &o);
 }

@@ -12,7 +12,7 @@
 #include "core/rng.h"
 
 typedef struct {
-    const char *ckpt, *device, *prompt;
+    const char *prompt;
     long steps, seed;
     double temperature;
 } generate_opts;
@@ -35,15 +35,14 @@ static void print_help(void)
            "exit codes: 0 ok, 2 usage, 3 bad checkpoint, 4 NaN/Inf weights, 5 I/O, 8 out of memory\n");
 }
 
-static sp_status parse_args(int argc, char **argv, generate_opts *o)
+static sp_status parse_args(int argc, char **argv, sp_cli_model_args *args, void *opts)
 {
-    *o = (generate_opts){.device = "auto", .steps = 256, .seed = 1, .temperature = 0.0};
+    generate_opts *o = opts;
+    *o = (generate_opts){.steps = 256, .seed = 1, .temperature = 0.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (strncmp(a, "--", 2) != 0) {
-            if (o->ckpt)
-                return sp_error(SP_ERR_USAGE, "unexpected argument '%s' (one checkpoint expected)", a);
-            o->ckpt = a;
+            SP_TRY(sp_cli_take_argument(a, &args->ckpt, "checkpoint"));
             continue;
         }
         SP_TRY(sp_cli_option_value(argc, argv, &i, &v));
@@ -56,11 +55,11 @@ static sp_status parse_args(int argc, char **argv, generate_opts *o)
         else if (strcmp(a, "--prompt") == 0)
             o->prompt = v;
         else if (strcmp(a, "--device") == 0)
-            o->device = v;
+            args->device = v;
         else
             return sp_error(SP_ERR_USAGE, "unknown option %s", a);
     }
-    if (!o->ckpt)
+    if (!args->ckpt)
         return sp_error(SP_ERR_USAGE, "expected a checkpoint");
     return SP_OK;
 }
@@ -108,16 +107,13 @@ static sp_status start_tokens(const sp_tokenizer *t, const char *prompt, size_t 
     return SP_OK;
 }
 
-static sp_status generate(const generate_opts *o)
+static sp_status generate(sp_model *m, const sp_ckpt_meta *meta, const void *opts)
 {
-    sp_model *m = NULL;
-    sp_ckpt_meta meta;
-    sp_ckpt_meta_init(&meta);
-    SP_TRY(sp_cli_load_model(o->ckpt, o->device, &m, &meta));
-    const sp_tokenizer *tok = &meta.tokenizer;
+    const generate_opts *o = opts;
+    const sp_tokenizer *tok = &meta->tokenizer;
     const sp_backend *be = sp_model_backend(m);
-    const int vocab = meta.cfg.vocab_size;
-    const int steps = o->steps < meta.cfg.max_seq_len ? (int)o->steps : meta.cfg.max_seq_len;
+    const int vocab = meta->cfg.vocab_size;
+    const int steps = o->steps < meta->cfg.max_seq_len ? (int)o->steps : meta->cfg.max_seq_len;
     sp_rng rng;
     sp_rng_seed(&rng, (uint64_t)o->seed);
 
@@ -154,21 +150,11 @@ done:
     free(logits);
     free(probs);
     free(piece);
-    sp_model_free(m);
-    sp_ckpt_meta_free(&meta);
     return st;
 }
 
 int sp_cmd_generate(int argc, char **argv)
 {
-    if (sp_cli_wants_help(argc, argv)) {
-        print_help();
-        return SP_OK;
-    }
-    sp_error_clear();
     generate_opts o;
-    sp_status st = parse_args(argc, argv, &o);
-    if (st != SP_OK)
-        return sp_cli_usage_error("generate", "%s", sp_error_message());
-    return sp_cli_report("generate", generate(&o));
+    return sp_cli_model_command("generate", argc, argv, print_help, parse_args, generate, &o);
 }

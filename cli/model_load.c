@@ -1,6 +1,8 @@
 #include "cli/model_load.h"
 
-sp_status sp_cli_load_model(const char *path, const char *device, sp_model **model, sp_ckpt_meta *meta)
+#include "cli/cli.h"
+
+static sp_status load_model(const char *path, const char *device, sp_model **model, sp_ckpt_meta *meta)
 {
     const sp_backend *be = NULL;
     SP_TRY(sp_backend_select(device, &be));
@@ -16,4 +18,31 @@ sp_status sp_cli_load_model(const char *path, const char *device, sp_model **mod
     return sp_error(SP_ERR_INPUT, "%s: /tokenizer is absent and vocab_size is %d (expected a stored tokenizer, or "
                                   "256 for bytes)",
                     path, meta->cfg.vocab_size);
+}
+
+static sp_status run_on_model(const sp_cli_model_args *args, sp_cli_model_fn fn, const void *opts)
+{
+    sp_model *m = NULL;
+    sp_ckpt_meta meta;
+    sp_ckpt_meta_init(&meta);
+    sp_status st = load_model(args->ckpt, args->device, &m, &meta);
+    if (st == SP_OK)
+        st = fn(m, &meta, opts);
+    sp_model_free(m);
+    sp_ckpt_meta_free(&meta);
+    return st;
+}
+
+int sp_cli_model_command(const char *command, int argc, char **argv, void (*print_help)(void),
+                         sp_cli_model_parse_fn parse, sp_cli_model_fn fn, void *opts)
+{
+    if (sp_cli_wants_help(argc, argv)) {
+        print_help();
+        return SP_OK;
+    }
+    sp_error_clear();
+    sp_cli_model_args args = {.device = "auto"};
+    if (parse(argc, argv, &args, opts) != SP_OK)
+        return sp_cli_usage_error(command, "%s", sp_error_message());
+    return sp_cli_report(command, run_on_model(&args, fn, opts));
 }

@@ -1,12 +1,25 @@
-/* cli/model_load.h: what `generate` and `dump` share: a checkpoint loaded with its tokenizer. */
+/* cli/model_load.h: what `generate` and `dump` share: a command on one checkpoint, loaded with its
+ * tokenizer. */
 #ifndef SP_CLI_MODEL_LOAD_H
 #define SP_CLI_MODEL_LOAD_H
 
 #include "io/checkpoint.h"
 
-/* Loads the checkpoint at path onto the device named ("cpu", "cuda" or "auto"). meta->tokenizer is
- * the stored tokenizer, else bytes when vocab_size is 256 (an error for other sizes). Free with
- * sp_model_free and sp_ckpt_meta_free. */
-sp_status sp_cli_load_model(const char *path, const char *device, sp_model **model, sp_ckpt_meta *meta);
+/* The checkpoint a command runs on, and the device: "cpu", "cuda" or "auto" (the default). */
+typedef struct {
+    const char *ckpt, *device;
+} sp_cli_model_args;
+
+/* Parses argv into args and the command's own options (every failure a usage error). */
+typedef sp_status (*sp_cli_model_parse_fn)(int argc, char **argv, sp_cli_model_args *args, void *opts);
+/* What the command does with the loaded model. */
+typedef sp_status (*sp_cli_model_fn)(sp_model *model, const sp_ckpt_meta *meta, const void *opts);
+
+/* The whole command: with -h or --help prints its help; else parses argv (a failure is a usage
+ * error), loads the checkpoint and runs fn on it (a failure is reported on one line). The
+ * tokenizer in meta is the stored one, else bytes when vocab_size is 256 (an error for other
+ * sizes). Returns the sp_status to exit with. */
+int sp_cli_model_command(const char *command, int argc, char **argv, void (*print_help)(void),
+                         sp_cli_model_parse_fn parse, sp_cli_model_fn fn, void *opts);
 
 #endif

@@ -14,6 +14,14 @@ sp_status sp_cli_option_value(int argc, char **argv, int *i, const char **value)
     return SP_OK;
 }
 
+sp_status sp_cli_take_argument(const char *arg, const char **slot, const char *what)
+{
+    if (*slot)
+        return sp_error(SP_ERR_USAGE, "unexpected argument '%s' (one %s expected)", arg, what);
+    *slot = arg;
+    return SP_OK;
+}
+
 sp_status sp_cli_parse_long(const char *option, const char *value, long min, long max, long *out)
 {
     char *end = NULL;

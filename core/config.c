@@ -114,19 +114,16 @@ int sp_config_mixln_n_post(const sp_config *cfg)
 
 sp_status sp_config_validate(const sp_config *cfg, const char *where)
 {
-    struct {
-        const char *name;
-        int value, max;
-    } sizes[] = {
-        {"n_layers", cfg->n_layers, SP_MAX_LAYERS}, {"d_model", cfg->d_model, SP_MAX_DIM},
-        {"n_heads", cfg->n_heads, SP_MAX_DIM},      {"n_kv_heads", cfg->n_kv_heads, SP_MAX_DIM},
-        {"d_ff", cfg->d_ff, SP_MAX_DIM},            {"vocab_size", cfg->vocab_size, SP_MAX_DIM * 4},
-        {"max_seq_len", cfg->max_seq_len, SP_MAX_DIM},
+    const sp_int_range sizes[] = {
+        {"n_layers", cfg->n_layers, 1, SP_MAX_LAYERS, NULL},
+        {"d_model", cfg->d_model, 1, SP_MAX_DIM, NULL},
+        {"n_heads", cfg->n_heads, 1, SP_MAX_DIM, NULL},
+        {"n_kv_heads", cfg->n_kv_heads, 1, SP_MAX_DIM, NULL},
+        {"d_ff", cfg->d_ff, 1, SP_MAX_DIM, NULL},
+        {"vocab_size", cfg->vocab_size, 1, SP_MAX_DIM * 4, NULL},
+        {"max_seq_len", cfg->max_seq_len, 1, SP_MAX_DIM, NULL},
     };
-    for (size_t i = 0; i < SP_ARRAY_LEN(sizes); i++)
-        if (sizes[i].value < 1 || sizes[i].value > sizes[i].max)
-            return sp_error(SP_ERR_INPUT, "%s: %s = %d is out of range (expected 1..%d)", where, sizes[i].name,
-                            sizes[i].value, sizes[i].max);
+    SP_TRY(sp_check_int_ranges(sizes, SP_ARRAY_LEN(sizes), SP_ERR_INPUT, where));
     if (cfg->variant < 0 || cfg->variant >= SP_N_VARIANTS)
         return sp_error(SP_ERR_INPUT, "%s: unknown variant index %d", where, cfg->variant);
     if (cfg->d_model % cfg->n_heads)

@@ -112,3 +112,14 @@ void sp_fields_format(const void *obj, const sp_field *f, char *buf, size_t len)
     }
     }
 }
+
+sp_status sp_check_int_ranges(const sp_int_range *ranges, size_t n, sp_status code, const char *where)
+{
+    for (size_t i = 0; i < n; i++) {
+        const sp_int_range *r = &ranges[i];
+        if (r->value < r->min || r->value > r->max)
+            return sp_error(code, "%s: %s = %" PRId64 " is out of range (expected %" PRId64 "..%" PRId64 "%s)",
+                            where, r->name, r->value, r->min, r->max, r->note ? r->note : "");
+    }
+    return SP_OK;
+}

@@ -32,4 +32,15 @@ sp_status sp_fields_set(const sp_field_table *t, void *obj, const char *name, co
 void sp_fields_format(const void *obj, const sp_field *f, char *buf, size_t len);
 int sp_enum_lookup(const char *const *names, const char *value); /* -1 when absent */
 
+/* An integer option's value and its allowed range [min, max]; note (NULL: none) follows the range
+ * in the error. */
+typedef struct {
+    const char *name;
+    int64_t value, min, max;
+    const char *note;
+} sp_int_range;
+/* The first value outside its range fails: sp_error(code, "<where>: <name> = <value> is out of range
+ * (expected <min>..<max><note>)"). */
+sp_status sp_check_int_ranges(const sp_int_range *ranges, size_t n, sp_status code, const char *where);
+
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,20 @@ void sp_h5_where(hid_t obj, const char *name, char *buf, size_t len)
     size_t n = strlen(object);
     const char *sep = (name && (n == 0 || object[n - 1] != '/')) ? "/" : "";
     snprintf(buf, len, "%s: %s%s%s", file, object, name ? sep : "", name ? name : "");
+}
+
+/* sp_error(code, "<file>: <object>/<name>: <message>"), the form of every error about one object. */
+static sp_status fail_at(sp_status code, hid_t obj, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static sp_status fail_at(sp_status code, hid_t obj, const char *name, const char *fmt, ...)
+{
+    char where[768], message[1024];
+    sp_h5_where(obj, name, where, sizeof where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return sp_error(code, "%s: %s", where, message);
 }
 
 /* ---- files ---- */
@@ -234,34 +249,35 @@ static sp_status make_parents(hid_t loc, const char *path)
 {
     if (each_parent(loc, path, ensure_group))
         return SP_OK;
-    char where[768];
-    sp_h5_where(loc, path, where, sizeof where);
-    return sp_error(SP_ERR_IO, "%s: cannot create the parent groups", where);
+    return fail_at(SP_ERR_IO, loc, path, "cannot create the parent groups");
 }
 
 sp_status sp_h5_create_group(hid_t loc, const char *path, hid_t *group)
 {
-    char where[768];
     SP_TRY(make_parents(loc, path));
-    if (!ensure_group(loc, path) || (*group = H5Gopen2(loc, path, H5P_DEFAULT)) < 0) {
-        sp_h5_where(loc, path, where, sizeof where);
-        return sp_error(SP_ERR_IO, "%s: cannot create group", where);
-    }
+    if (!ensure_group(loc, path) || (*group = H5Gopen2(loc, path, H5P_DEFAULT)) < 0)
+        return fail_at(SP_ERR_IO, loc, path, "cannot create group");
+    return SP_OK;
+}
+
+/* Opens the group or dataset (type) at path, which must exist and be of that type. */
+static sp_status open_object(hid_t loc, const char *path, H5O_type_t type, hid_t *obj)
+{
+    const char *kind = type == H5O_TYPE_GROUP ? "group" : "dataset";
+    if (!sp_h5_exists(loc, path))
+        return fail_at(SP_ERR_INPUT, loc, path, "missing %s", kind);
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != type)
+        return fail_at(SP_ERR_INPUT, loc, path, "expected a %s, found another kind of object", kind);
+    *obj = type == H5O_TYPE_GROUP ? H5Gopen2(loc, path, H5P_DEFAULT) : H5Dopen2(loc, path, H5P_DEFAULT);
+    if (*obj < 0)
+        return fail_at(SP_ERR_INPUT, loc, path, "cannot open %s (corrupt file)", kind);
     return SP_OK;
 }
 
 sp_status sp_h5_open_group(hid_t loc, const char *path, hid_t *group)
 {
-    char where[768];
-    sp_h5_where(loc, path, where, sizeof where);
-    if (!sp_h5_exists(loc, path))
-        return sp_error(SP_ERR_INPUT, "%s: missing group", where);
-    H5O_info_t info;
-    if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_GROUP)
-        return sp_error(SP_ERR_INPUT, "%s: expected a group, found another kind of object", where);
-    if ((*group = H5Gopen2(loc, path, H5P_DEFAULT)) < 0)
-        return sp_error(SP_ERR_INPUT, "%s: cannot open group (corrupt file)", where);
-    return SP_OK;
+    return open_object(loc, path, H5O_TYPE_GROUP, group);
 }
 
 void sp_h5_list_free(char **names, int n)
@@ -472,10 +488,8 @@ static sp_status get_typed(hid_t obj, const char *name, H5T_class_t want, sp_h5_
     SP_TRY(sp_h5_attr_read(obj, name, v));
     int ok = v->cls == want || (want == H5T_FLOAT && v->cls == H5T_INTEGER);
     if (!ok || (want != H5T_STRING && v->is_array && v->n != 1)) {
-        char where[768];
-        sp_h5_where(obj, name, where, sizeof where);
-        sp_status st = sp_error(SP_ERR_INPUT, "%s: expected a scalar %s, found %s%s", where, class_name(want),
-                                v->n > 1 ? "an array of " : "a ", class_name(v->cls));
+        sp_status st = fail_at(SP_ERR_INPUT, obj, name, "expected a scalar %s, found %s%s", class_name(want),
+                               v->n > 1 ? "an array of " : "a ", class_name(v->cls));
         sp_h5_value_free(v);
         return st;
     }
@@ -488,13 +502,10 @@ sp_status sp_h5_get_str(hid_t obj, const char *name, char *buf, size_t len)
     SP_TRY(get_typed(obj, name, H5T_STRING, &v));
     size_t n = strlen(v.text);
     sp_status st = SP_OK;
-    if (n >= len) {
-        char where[768];
-        sp_h5_where(obj, name, where, sizeof where);
-        st = sp_error(SP_ERR_INPUT, "%s: expected a string of at most %zu bytes, found %zu", where, len - 1, n);
-    } else {
+    if (n >= len)
+        st = fail_at(SP_ERR_INPUT, obj, name, "expected a string of at most %zu bytes, found %zu", len - 1, n);
+    else
         memcpy(buf, v.text, n + 1);
-    }
     sp_h5_value_free(&v);
     return st;
 }
@@ -514,11 +525,8 @@ sp_status sp_h5_get_i64(hid_t obj, const char *name, int64_t *out)
     sp_h5_value v;
     SP_TRY(get_typed(obj, name, H5T_INTEGER, &v));
     sp_status st = SP_OK;
-    if (v.is_unsigned && v.ints[0] < 0) {
-        char where[768];
-        sp_h5_where(obj, name, where, sizeof where);
-        st = sp_error(SP_ERR_INPUT, "%s: expected a value below 2^63, found %" PRIu64, where, (uint64_t)v.ints[0]);
-    }
+    if (v.is_unsigned && v.ints[0] < 0)
+        st = fail_at(SP_ERR_INPUT, obj, name, "expected a value below 2^63, found %" PRIu64, (uint64_t)v.ints[0]);
     *out = v.ints[0];
     sp_h5_value_free(&v);
     return st;
@@ -537,10 +545,8 @@ static sp_status get_ints(hid_t obj, const char *name, size_t n, sp_h5_value *v)
 {
     SP_TRY(sp_h5_attr_read(obj, name, v));
     if (v->cls != H5T_INTEGER || v->n != n) {
-        char where[768];
-        sp_h5_where(obj, name, where, sizeof where);
-        sp_status st = sp_error(SP_ERR_INPUT, "%s: expected %zu integers, found %zu %s value(s)", where, n, v->n,
-                                class_name(v->cls));
+        sp_status st = fail_at(SP_ERR_INPUT, obj, name, "expected %zu integers, found %zu %s value(s)", n, v->n,
+                               class_name(v->cls));
         sp_h5_value_free(v);
         return st;
     }
@@ -563,11 +569,8 @@ sp_status sp_h5_get_i32s(hid_t obj, const char *name, int32_t *out, size_t n)
     SP_TRY(get_ints(obj, name, n, &v));
     sp_status st = SP_OK;
     for (size_t i = 0; i < n && st == SP_OK; i++) {
-        if ((v.is_unsigned && v.ints[i] < 0) || v.ints[i] < INT32_MIN || v.ints[i] > INT32_MAX) {
-            char where[768];
-            sp_h5_where(obj, name, where, sizeof where);
-            st = sp_error(SP_ERR_INPUT, "%s: value %zu is out of the int32 range", where, i);
-        }
+        if ((v.is_unsigned && v.ints[i] < 0) || v.ints[i] < INT32_MIN || v.ints[i] > INT32_MAX)
+            st = fail_at(SP_ERR_INPUT, obj, name, "value %zu is out of the int32 range", i);
         out[i] = (int32_t)v.ints[i];
     }
     sp_h5_value_free(&v);
@@ -587,11 +590,8 @@ static sp_status set_attr(hid_t obj, const char *name, hid_t file_type, hid_t me
     if (attr >= 0)
         H5Aclose(attr);
     H5Sclose(space);
-    if (rc < 0) {
-        char where[768];
-        sp_h5_where(obj, name, where, sizeof where);
-        return sp_error(SP_ERR_IO, "%s: cannot write attribute", where);
-    }
+    if (rc < 0)
+        return fail_at(SP_ERR_IO, obj, name, "cannot write attribute");
     return SP_OK;
 }
 
@@ -743,16 +743,8 @@ static void format_dims(int rank, const int64_t *dims, char *buf, size_t len)
 sp_status sp_h5_open_dataset(hid_t loc, const char *path, H5T_class_t cls, int rank, const int64_t *dims,
                              hid_t *dset, int64_t *found)
 {
-    char where[768];
-    sp_h5_where(loc, path, where, sizeof where);
-    if (!sp_h5_exists(loc, path))
-        return sp_error(SP_ERR_INPUT, "%s: missing dataset", where);
-    H5O_info_t info;
-    if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET)
-        return sp_error(SP_ERR_INPUT, "%s: expected a dataset, found another kind of object", where);
-    hid_t d = H5Dopen2(loc, path, H5P_DEFAULT);
-    if (d < 0)
-        return sp_error(SP_ERR_INPUT, "%s: cannot open dataset (corrupt file)", where);
+    hid_t d;
+    SP_TRY(open_object(loc, path, H5O_TYPE_DATASET, &d));
     hid_t type = H5Dget_type(d), space = H5Dget_space(d);
     H5T_class_t found_cls = H5Tget_class(type);
     int found_rank = H5Sget_simple_extent_ndims(space);
@@ -762,11 +754,11 @@ sp_status sp_h5_open_dataset(hid_t loc, const char *path, H5T_class_t cls, int r
     sp_status st = SP_OK;
     sp_h5_type_name(type, type_s, sizeof type_s);
     if (found_cls != cls) {
-        st = sp_error(SP_ERR_INPUT, "%s: expected a %s dataset, found %s", where, class_name(cls), type_s);
+        st = fail_at(SP_ERR_INPUT, loc, path, "expected a %s dataset, found %s", class_name(cls), type_s);
     } else if (rank >= 0 && found_rank != rank) {
-        st = sp_error(SP_ERR_INPUT, "%s: expected rank %d, found rank %d", where, rank, found_rank);
+        st = fail_at(SP_ERR_INPUT, loc, path, "expected rank %d, found rank %d", rank, found_rank);
     } else if (found_rank < (rank < 0) || found_rank > SP_H5_MAX_RANK || H5Sget_simple_extent_dims(space, ext, NULL) < 0) {
-        st = sp_error(SP_ERR_INPUT, "%s: expected rank 1..%d, found rank %d", where, SP_H5_MAX_RANK, found_rank);
+        st = fail_at(SP_ERR_INPUT, loc, path, "expected rank 1..%d, found rank %d", SP_H5_MAX_RANK, found_rank);
     } else {
         rank = found_rank;
         for (int i = 0; i < rank; i++)
@@ -775,7 +767,7 @@ sp_status sp_h5_open_dataset(hid_t loc, const char *path, H5T_class_t cls, int r
             if (dims && dims[i] >= 0 && got[i] != dims[i]) {
                 format_dims(rank, dims, want_s, sizeof want_s);
                 format_dims(rank, got, got_s, sizeof got_s);
-                st = sp_error(SP_ERR_INPUT, "%s: expected shape %s, found %s", where, want_s, got_s);
+                st = fail_at(SP_ERR_INPUT, loc, path, "expected shape %s, found %s", want_s, got_s);
             }
         if (st == SP_OK && found)
             memcpy(found, got, (size_t)rank * sizeof *found);
@@ -830,21 +822,28 @@ static void close_slab(hid_t file_space, hid_t mem_space)
         H5Sclose(mem_space);
 }
 
-sp_status sp_h5_read(hid_t dset, hid_t mem_type, const int64_t *start, const int64_t *count, void *out)
+/* Reads the slab start/count (NULL: the whole dataset) into out, or when writing writes it from
+ * data. A slab outside the dataset is bad input when reading, the caller's mistake when writing. */
+static sp_status transfer_slab(hid_t dset, hid_t mem_type, const int64_t *start, const int64_t *count, int writing,
+                               void *out, const void *data)
 {
     hid_t fs, ms;
-    char where[768];
-    if (!select_slab(dset, start, count, &fs, &ms)) {
-        sp_h5_where(dset, NULL, where, sizeof where);
-        return sp_error(SP_ERR_INPUT, "%s: the requested slab lies outside the dataset", where);
-    }
-    herr_t rc = H5Dread(dset, mem_type, ms, fs, H5P_DEFAULT, out);
+    if (!select_slab(dset, start, count, &fs, &ms))
+        return writing ? fail_at(SP_ERR_USAGE, dset, NULL, "the slab to write lies outside the dataset")
+                       : fail_at(SP_ERR_INPUT, dset, NULL, "the requested slab lies outside the dataset");
+    herr_t rc = writing ? H5Dwrite(dset, mem_type, ms, fs, H5P_DEFAULT, data)
+                        : H5Dread(dset, mem_type, ms, fs, H5P_DEFAULT, out);
     close_slab(fs, ms);
-    if (rc < 0) {
-        sp_h5_where(dset, NULL, where, sizeof where);
-        return sp_error(SP_ERR_INPUT, "%s: cannot read data (truncated or corrupt file, or no conversion)", where);
-    }
-    return SP_OK;
+    if (rc >= 0)
+        return SP_OK;
+    if (writing)
+        return fail_at(SP_ERR_IO, dset, NULL, "cannot write data");
+    return fail_at(SP_ERR_INPUT, dset, NULL, "cannot read data (truncated or corrupt file, or no conversion)");
+}
+
+sp_status sp_h5_read(hid_t dset, hid_t mem_type, const int64_t *start, const int64_t *count, void *out)
+{
+    return transfer_slab(dset, mem_type, start, count, 0, out, NULL);
 }
 
 sp_status sp_h5_create_dataset(hid_t loc, const char *path, hid_t type, int rank, const int64_t *dims,
@@ -865,30 +864,15 @@ sp_status sp_h5_create_dataset(hid_t loc, const char *path, hid_t type, int rank
     hid_t d = H5Dcreate2(loc, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Pclose(dcpl);
     H5Sclose(space);
-    if (d < 0) {
-        char where[768];
-        sp_h5_where(loc, path, where, sizeof where);
-        return sp_error(SP_ERR_IO, "%s: cannot create dataset", where);
-    }
+    if (d < 0)
+        return fail_at(SP_ERR_IO, loc, path, "cannot create dataset");
     *dset = d;
     return SP_OK;
 }
 
 sp_status sp_h5_write(hid_t dset, hid_t mem_type, const int64_t *start, const int64_t *count, const void *data)
 {
-    hid_t fs, ms;
-    char where[768];
-    if (!select_slab(dset, start, count, &fs, &ms)) {
-        sp_h5_where(dset, NULL, where, sizeof where);
-        return sp_error(SP_ERR_USAGE, "%s: the slab to write lies outside the dataset", where);
-    }
-    herr_t rc = H5Dwrite(dset, mem_type, ms, fs, H5P_DEFAULT, data);
-    close_slab(fs, ms);
-    if (rc < 0) {
-        sp_h5_where(dset, NULL, where, sizeof where);
-        return sp_error(SP_ERR_IO, "%s: cannot write data", where);
-    }
-    return SP_OK;
+    return transfer_slab(dset, mem_type, start, count, 1, NULL, data);
 }
 
 size_t sp_h5_count_nonfinite(const sp_real *x, size_t n)

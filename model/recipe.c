@@ -116,4 +116,12 @@ int sp_recipe_slot(const sp_recipe *r, const char *name)
     return -1;
 }
 
+int sp_config_has_slot(const sp_config *cfg, const char *name)
+{
+    for (int l = 0; l < cfg->n_layers; l++)
+        if (sp_recipe_slot(sp_recipe_for_layer(cfg, l), name) >= 0)
+            return 1;
+    return 0;
+}
+
 int sp_config_n_streams(const sp_config *cfg) { return cfg->variant == SP_VARIANT_SIAMESE ? 2 : 1; }

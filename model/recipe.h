@@ -66,6 +66,8 @@ const sp_recipe *sp_recipe_for_layer(const sp_config *cfg, int layer);
 double sp_recipe_coef(const sp_config *cfg, int layer, sp_coef coef);
 /* Slot index by name, -1 when the recipe has none (e.g. "sum_z" in pre). */
 int sp_recipe_slot(const sp_recipe *r, const char *name);
+/* Does any block of the model cfg describes have the slot (e.g. a pre-normalization sum)? */
+int sp_config_has_slot(const sp_config *cfg, const char *name);
 /* Does the model end with stream norms (siamese: N_fin(N_x(X) + N_y(Y))) or one optional final norm? */
 int sp_config_n_streams(const sp_config *cfg);
 

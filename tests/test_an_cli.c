@@ -4,7 +4,6 @@
  * skipped with a reason, the others agree with the checkpoint run), bad options and bad inputs
  * (exit codes, one-line errors, and never a report, a summary or a temporary file left behind),
  * and a dump that turns out to hold NaN in the middle of the pass. */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +20,11 @@
 #include "core/sha256.h"
 #include "support/act_dump.h"
 #include "support/assert_err.h"
+#include "support/cli_expect.h"
 #include "support/fixtures.h"
 #include "support/report_view.h"
 #include "support/scratch.h"
+#include "support/tree.h"
 #include "support/vec_util.h"
 
 /* fixtures/tiny.json: span, 2 layers, d_model 16, d_ff 32, bytes vocabulary, max_seq_len 16 */
@@ -63,45 +64,12 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    free(*state);
-    return 0;
-}
-
 static fixture *need_fixture(void **state)
 {
-    if (!*state) {
-        print_message("skipped: SPANPROBE_BIN or BUILD_DIR is not set\n");
-        skip();
-    }
-    return *state;
+    return cli_group_state(state, "SPANPROBE_BIN or BUILD_DIR is not set");
 }
 
-static void run_ok(const char *const *args, char **out)
-{
-    char *err = NULL;
-    int rc = scratch_run_cli(args, out, &err);
-    if (rc != 0)
-        fail_msg("spanprobe %s exited %d: %s", args[0], rc, err ? err : "");
-    free(err);
-}
-
-/* Any file in the scratch directory whose name holds `part` (temporary files: ".tmp."). */
-static int scratch_has(const char *part)
-{
-    char probe[4200];
-    scratch_path(probe, sizeof probe, "x");
-    probe[strlen(probe) - 2] = '\0';
-    DIR *d = opendir(probe);
-    assert_non_null(d);
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        found |= strstr(e->d_name, part) != NULL;
-    closedir(d);
-    return found;
-}
+static void run_ok(const char *const *args, char **out) { cli_expect_exit(0, args, out, NULL); }
 
 static void test_checkpoint(void **state)
 {
@@ -151,17 +119,7 @@ static void test_checkpoint(void **state)
     assert_non_null(table);
     assert_int_equal(strncmp(table, "layer,rms\n", 10), 0);
     free(table);
-    /* the scratch directory is flat: remove the CSV directory here */
-    DIR *d = opendir(csv);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof path, "%s/%s", csv, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-    assert_int_equal(rmdir(csv), 0);
+    assert_int_equal(tree_remove(csv), 0);
 }
 
 static void test_dump_matches_checkpoint(void **state)
@@ -221,20 +179,12 @@ static void test_dump_matches_checkpoint(void **state)
 /* A run that must fail with `code` before or during the analysis, leaving nothing behind. */
 static void expect_failure(const char *const *args, int code, const char *report, const char *message)
 {
-    char *err = NULL;
-    int rc = scratch_run_cli(args, NULL, &err);
-    if (rc != code)
-        fail_msg("spanprobe %s %s: exit %d, expected %d: %s", args[0], args[1], rc, code, err ? err : "");
-    assert_non_null(err);
-    assert_int_equal(scratch_count_lines(err), 1);
-    if (!strstr(err, message))
-        fail_msg("expected '%s' in the error: %s", message, err);
-    free(err);
+    cli_expect_error(code, args, (const char *[]){message, NULL});
     char summary[4300];
     snprintf(summary, sizeof summary, "%.*s.json", (int)(strlen(report) - 3), report);
     assert_false(scratch_file_exists(report));
     assert_false(scratch_file_exists(summary));
-    assert_false(scratch_has(".tmp."));
+    assert_int_equal(scratch_count_entries("*.tmp.*"), 0);
 }
 
 static void test_bad_options(void **state)
@@ -329,5 +279,5 @@ int main(void)
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_help),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, cli_group_free);
 }

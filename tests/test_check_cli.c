@@ -27,6 +27,7 @@
 #include "io/dump.h"
 #include "io/report.h"
 #include "support/act_dump.h"
+#include "support/cli_expect.h"
 #include "support/scratch.h"
 #include "support/tree.h"
 
@@ -45,23 +46,6 @@ static char *scratch_file(const char *name)
     char *p = buf[next++ % 4];
     scratch_path(p, sizeof buf[0], name);
     return p;
-}
-
-static void run_expect(int expected, const char *const *args, char **out, char **err)
-{
-    char *o = NULL, *e = NULL;
-    int rc = scratch_run_cli(args, &o, &e);
-    if (rc != expected)
-        fail_msg("spanprobe %s %s: exit %d, expected %d\nstdout: %s\nstderr: %s", args[0], args[1] ? args[1] : "", rc,
-                 expected, o ? o : "", e ? e : "");
-    if (out)
-        *out = o;
-    else
-        free(o);
-    if (err)
-        *err = e;
-    else
-        free(e);
 }
 
 /* A line of the check's output that starts with the outcome and names the rule. */
@@ -150,38 +134,23 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    free(*state);
-    return 0;
-}
-
-static fixture *need_fixture(void **state)
-{
-    if (!*state) {
-        print_message("skipped: SPANPROBE_BIN is not set\n");
-        skip();
-    }
-    return *state;
-}
+static fixture *need_fixture(void **state) { return cli_group_state(state, "SPANPROBE_BIN is not set"); }
 
 static void test_synthetic_collapse(void **state)
 {
     fixture *f = need_fixture(state);
     char *out = NULL, *err = NULL;
-    run_expect(SP_ERR_CHECK, (const char *[]){"check", f->copied, NULL}, &out, &err);
+    cli_expect_exit(SP_ERR_CHECK, (const char *[]){"check", f->copied, NULL}, &out, &err);
     expect_line(out, "FAIL", "collapse.adjacent_cosine");
     assert_non_null(strstr(out, "summary:similarity.adjacent_cosine_deep_half = 1 "));
     /* a dump has no gradients: those rules are skipped with the analyzer's reason */
     expect_line(out, "SKIP", "vanishing_gradients.ffn_ratio");
     assert_non_null(strstr(out, "skipped grad_norms: needs the model's weights"));
     assert_non_null(strstr(out, "check: 0 passed, 1 failed"));
-    assert_int_equal(scratch_count_lines(err), 1);
-    assert_non_null(strstr(err, "spanprobe check: 1 of "));
-    assert_non_null(strstr(err, "collapse.adjacent_cosine"));
+    cli_expect_one_line(err, (const char *[]){"spanprobe check: 1 of ", "collapse.adjacent_cosine", NULL});
     free(out);
     free(err);
-    run_expect(SP_OK, (const char *[]){"check", f->moving, NULL}, &out, &err);
+    cli_expect_exit(SP_OK, (const char *[]){"check", f->moving, NULL}, &out, &err);
     expect_line(out, "PASS", "collapse.adjacent_cosine");
     assert_non_null(strstr(out, "check: 1 passed, 0 failed"));
     assert_string_equal(err, "");
@@ -210,14 +179,14 @@ static int train_analyze_check(const fixture *f, const char *name, const char *l
     char dir[4200], ckpt[8400], report[4300];
     scratch_path(dir, sizeof dir, name);
     snprintf(report, sizeof report, "%s.report.h5", dir);
-    run_expect(train_exit,
+    cli_expect_exit(train_exit,
                (const char *[]){"train", "--config", "fixtures/tiny.json", "--data", f->text, "--steps", "4",
                                 "--batch-size", "2", "--seq-len", "16", "--lr", lr, "--warmup-steps", "0",
                                 "--grad-clip", "0", "--eval-every", "0", "--eval-windows", "2", "--device", "cpu",
                                 "--out", dir, NULL},
                NULL, NULL);
     find_checkpoint(dir, ckpt, sizeof ckpt);
-    run_expect(SP_OK,
+    cli_expect_exit(SP_OK,
                (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--metrics",
                                 "similarity,grad_norms", "--n-tokens", "64", "--seq", "16", "--device", "cpu",
                                 "--quiet", NULL},
@@ -267,7 +236,7 @@ static void test_baseline(void **state)
     /* deep layers that became copies: block influence fell to 0, the cosine rose to 1; the shallow
      * layers are the same in both dumps */
     char *junit = scratch_file("baseline.xml");
-    run_expect(SP_ERR_CHECK,
+    cli_expect_exit(SP_ERR_CHECK,
                (const char *[]){"check", f->copied, "--rules", rules, "--baseline", f->moving, "--junit", junit, NULL},
                &out, &err);
     expect_line(out, "FAIL", "deep block influence");
@@ -282,12 +251,12 @@ static void test_baseline(void **state)
     free(xml);
     free(out);
     free(err);
-    run_expect(SP_OK, (const char *[]){"check", f->moving, "--rules", rules, "--baseline", f->moving, NULL}, &out,
+    cli_expect_exit(SP_OK, (const char *[]){"check", f->moving, "--rules", rules, "--baseline", f->moving, NULL}, &out,
                NULL);
     assert_non_null(strstr(out, "check: 3 passed, 0 failed, 0 skipped, 0 errors (3 rules)"));
     free(out);
     /* the baseline ran without growth: an error in the gate, not a pass */
-    run_expect(SP_ERR_INPUT, (const char *[]){"check", f->moving, "--rules", rules, "--baseline", f->shallow, NULL},
+    cli_expect_exit(SP_ERR_INPUT, (const char *[]){"check", f->moving, "--rules", rules, "--baseline", f->shallow, NULL},
                &out, &err);
     expect_line(out, "ERROR", "rms");
     assert_non_null(strstr(out, "moving_similarity.h5 has no growth results"));
@@ -298,11 +267,7 @@ static void test_baseline(void **state)
 
 static void expect_cli_error(int code, const char *const *args, const char *needle)
 {
-    char *err = NULL;
-    run_expect(code, args, NULL, &err);
-    if (scratch_count_lines(err) != 1 || !strstr(err, "spanprobe check: ") || !strstr(err, needle))
-        fail_msg("expected one line naming '%s', got: %s", needle, err);
-    free(err);
+    cli_expect_error(code, args, (const char *[]){"spanprobe check: ", needle, NULL});
 }
 
 static void test_usage_and_inputs(void **state)
@@ -324,7 +289,7 @@ static void test_usage_and_inputs(void **state)
     char *out = NULL;
     expect_cli_error(SP_ERR_INPUT, (const char *[]){"check", f->moving, "--rules", rules, NULL},
                      "has no array /metrics/similarity/adjacent_cos");
-    run_expect(SP_ERR_INPUT, (const char *[]){"check", f->moving, "--rules", rules, NULL}, &out, NULL);
+    cli_expect_exit(SP_ERR_INPUT, (const char *[]){"check", f->moving, "--rules", rules, NULL}, &out, NULL);
     expect_line(out, "ERROR", "similarity/adjacent_cos");
     free(out);
     const char *bad_analyzer = "{\"rules\": [{\"metric\": \"summary:simlarity.s1\", \"op\": \"<\", \"limit\": 1}]}";
@@ -342,7 +307,7 @@ static void test_print_rules_and_help(void **state)
     fixture *f = need_fixture(state);
     (void)f;
     char *out = NULL;
-    run_expect(SP_OK, (const char *[]){"check", "--print-rules", NULL}, &out, NULL);
+    cli_expect_exit(SP_OK, (const char *[]){"check", "--print-rules", NULL}, &out, NULL);
     sp_check_rules printed, builtin;
     assert_int_equal(sp_check_rules_parse(out, "--print-rules", &printed), SP_OK);
     assert_int_equal(sp_check_rules_defaults(&builtin), SP_OK);
@@ -354,11 +319,11 @@ static void test_print_rules_and_help(void **state)
     sp_check_rules_free(&printed);
     sp_check_rules_free(&builtin);
     free(out);
-    run_expect(SP_OK, (const char *[]){"check", "--help", NULL}, &out, NULL);
+    cli_expect_exit(SP_OK, (const char *[]){"check", "--help", NULL}, &out, NULL);
     assert_non_null(strstr(out, "--junit FILE"));
     assert_non_null(strstr(out, "exit codes"));
     free(out);
-    run_expect(SP_OK, (const char *[]){"--help", NULL}, &out, NULL);
+    cli_expect_exit(SP_OK, (const char *[]){"--help", NULL}, &out, NULL);
     assert_non_null(strstr(out, "  check "));
     free(out);
 }
@@ -404,33 +369,33 @@ static void test_trained_model(void **state)
     scratch_path(copied_dump, sizeof copied_dump, "stories_copied_dump.h5");
     scratch_path(dump_report, sizeof dump_report, "stories_dump_report.h5");
     scratch_path(copied_report, sizeof copied_report, "stories_copied_report.h5");
-    run_expect(SP_OK, (const char *[]){"import", "llama2c", model, tokenizer, ckpt, NULL}, NULL, NULL);
-    run_expect(SP_OK,
+    cli_expect_exit(SP_OK, (const char *[]){"import", "llama2c", model, tokenizer, ckpt, NULL}, NULL, NULL);
+    cli_expect_exit(SP_OK,
                (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--metrics",
                                 "similarity,grad_norms", "--n-tokens", "512", "--seq", "64", "--device", "cpu",
                                 "--quiet", NULL},
                NULL, NULL);
     char *out = NULL;
-    run_expect(SP_OK, (const char *[]){"check", report, NULL}, &out, NULL);
+    cli_expect_exit(SP_OK, (const char *[]){"check", report, NULL}, &out, NULL);
     expect_line(out, "PASS", "collapse.adjacent_cosine");
     expect_line(out, "PASS", "vanishing_gradients.ffn_ratio");
     expect_line(out, "SKIP", "divergence.training"); /* an imported model has no training state */
     free(out);
     /* its real activations, then the same with the deepest half (5 layers: blocks 3, 4) as copies */
-    run_expect(SP_OK, (const char *[]){"dump", ckpt, "--text", f->text, "--out", dump, "--seq", "64", "--device",
+    cli_expect_exit(SP_OK, (const char *[]){"dump", ckpt, "--text", f->text, "--out", dump, "--seq", "64", "--device",
                                        "cpu", NULL},
                NULL, NULL);
     copy_deep_layers(dump, copied_dump, 3);
-    run_expect(SP_OK, (const char *[]){"analyze", dump, "--out", dump_report, "--metrics", "similarity", "--n-tokens",
+    cli_expect_exit(SP_OK, (const char *[]){"analyze", dump, "--out", dump_report, "--metrics", "similarity", "--n-tokens",
                                        "512", "--device", "cpu", "--quiet", NULL},
                NULL, NULL);
-    run_expect(SP_OK, (const char *[]){"analyze", copied_dump, "--out", copied_report, "--metrics", "similarity",
+    cli_expect_exit(SP_OK, (const char *[]){"analyze", copied_dump, "--out", copied_report, "--metrics", "similarity",
                                        "--n-tokens", "512", "--device", "cpu", "--quiet", NULL},
                NULL, NULL);
-    run_expect(SP_OK, (const char *[]){"check", dump_report, NULL}, &out, NULL);
+    cli_expect_exit(SP_OK, (const char *[]){"check", dump_report, NULL}, &out, NULL);
     expect_line(out, "PASS", "collapse.adjacent_cosine");
     free(out);
-    run_expect(SP_ERR_CHECK, (const char *[]){"check", copied_report, NULL}, &out, NULL);
+    cli_expect_exit(SP_ERR_CHECK, (const char *[]){"check", copied_report, NULL}, &out, NULL);
     expect_line(out, "FAIL", "collapse.adjacent_cosine");
     free(out);
 }
@@ -445,5 +410,5 @@ int main(void)
         cmocka_unit_test(test_print_rules_and_help),
         cmocka_unit_test(test_trained_model),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, cli_group_free);
 }

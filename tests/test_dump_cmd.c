@@ -18,6 +18,7 @@
 #include "io/dump.h"
 #include "io/token_file.h"
 #include "support/assert_err.h"
+#include "support/cli_expect.h"
 #include "support/scratch.h"
 #include "support/vec_util.h"
 
@@ -80,29 +81,9 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    free(*state);
-    return 0;
-}
+static fixture *need_fixture(void **state) { return cli_group_state(state, "SPANPROBE_BIN is not set"); }
 
-static fixture *need_fixture(void **state)
-{
-    if (!*state) {
-        print_message("skipped: SPANPROBE_BIN is not set\n");
-        skip();
-    }
-    return *state;
-}
-
-static void run_ok(const char *const *args)
-{
-    char *err = NULL;
-    int rc = scratch_run_cli(args, NULL, &err);
-    if (rc != 0)
-        fail_msg("spanprobe %s exited %d: %s", args[0], rc, err ? err : "");
-    free(err);
-}
+static void run_ok(const char *const *args) { cli_expect_exit(0, args, NULL, NULL); }
 
 /* A host copy of one layer of a dump array. */
 static sp_real *read_layer(sp_dump *d, sp_dump_kind kind, int stream, int layer)
@@ -238,17 +219,8 @@ static void test_dump_siamese(void **state)
 /* Runs a dump expected to fail with `code`: one stderr line holding each needle, no output file. */
 static void expect_dump_error(const char *const *args, int code, const char *out, const char *const *needles)
 {
-    char *err = NULL;
-    int rc = scratch_run_cli(args, NULL, &err);
-    assert_non_null(err);
-    if (rc != code)
-        fail_msg("dump exited %d (expected %d): %s", rc, code, err);
-    assert_int_equal(scratch_count_lines(err), 1);
-    for (int i = 0; needles[i]; i++)
-        if (!strstr(err, needles[i]))
-            fail_msg("error '%s' does not mention '%s'", err, needles[i]);
+    cli_expect_error(code, args, needles);
     assert_false(scratch_file_exists(out));
-    free(err);
 }
 
 static void test_dump_errors(void **state)
@@ -337,5 +309,5 @@ int main(void)
         cmocka_unit_test(test_dump_siamese), cmocka_unit_test(test_dump_errors),
         cmocka_unit_test(test_token_file_reader),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, cli_group_free);
 }

@@ -2,7 +2,6 @@
  * provenance with the input's sha256, stable summary keys), atomicity of the pair, and bad names,
  * bad options and bad files. */
 #include <cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,19 +119,6 @@ static void test_round_trip(void **state)
     free(text);
 }
 
-static int count_entries(const char *prefix)
-{
-    char dir_path[4200];
-    scratch_path(dir_path, sizeof dir_path, "");
-    DIR *dir = opendir(dir_path);
-    assert_non_null(dir);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(dir);
-    return n;
-}
-
 static void test_writer_errors(void **state)
 {
     (void)state;
@@ -141,7 +127,7 @@ static void test_writer_errors(void **state)
     sp_report_provenance prov = {NULL, NULL, "none"};
     sp_report *r = NULL;
     assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
-    assert_int_equal(count_entries("aborted."), 2); /* both temporary files */
+    assert_int_equal(scratch_count_entries("aborted.*"), 2); /* both temporary files */
     double x = 1;
     int64_t shape[1] = {1};
     sp_error_clear();
@@ -153,12 +139,12 @@ static void test_writer_errors(void **state)
     assert_int_equal(sp_report_write_array(r, "ok", "x", 5, shape, &x, &norm_attrs), SP_ERR_USAGE);
     sp_error_clear();
     sp_report_abort(r);
-    assert_int_equal(count_entries("aborted."), 0);
+    assert_int_equal(scratch_count_entries("aborted.*"), 0);
 
     prov.options_json = "{not json";
     assert_int_equal(sp_report_create(path, &prov, &r), SP_ERR_USAGE);
     assert_null(r);
-    assert_int_equal(count_entries("aborted."), 0);
+    assert_int_equal(scratch_count_entries("aborted.*"), 0);
     sp_error_clear();
 
     prov.options_json = NULL;

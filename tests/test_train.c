@@ -1,7 +1,6 @@
 /* Tests of the training loop: the lr schedule, the data split and order, AdamW with clipping
  * against a hand computation, gradient accumulation, options through JSON, the training log, and,
  * through the CLI, exact resume after SIGKILL, divergence and bad options. */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -18,7 +17,9 @@
 
 #include "io/checkpoint.h"
 #include "io/config_file.h"
+#include "support/cli_expect.h"
 #include "support/scratch.h"
+#include "support/tree.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/options.h"
@@ -61,37 +62,10 @@ static void write_text(const char *name, size_t n, char *path, size_t len)
     free(text);
 }
 
-/* Removes a run directory (flat) and its files. */
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char path[8192];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* The options every CLI test run shares: a tiny model on a tiny text, a few ms per step. */
 #define TINY_RUN_ARGS                                                                                            \
     "--d-model", "16", "--n-layers", "2", "--n-heads", "2", "--n-kv-heads", "2", "--d-ff", "32", "--max-seq-len", \
         "16", "--batch-size", "4", "--device", "cpu", "--warmup-steps", "3", "--eval-windows", "8"
-
-static int run_cli(const char *const *args, char **err)
-{
-    char *out = NULL;
-    int rc = scratch_run_cli(args, &out, err);
-    free(out);
-    if (rc == -1)
-        skip(); /* SPANPROBE_BIN not set */
-    return rc;
-}
 
 /* ---- the learning-rate schedule ---- */
 
@@ -403,30 +377,6 @@ static void test_trainlog_round_trip(void **state)
 
 /* ---- through the CLI ---- */
 
-static pid_t spawn_cli(const char *const *args)
-{
-    const char *bin = getenv("SPANPROBE_BIN");
-    int n = 0;
-    while (args[n])
-        n++;
-    char **argv = calloc((size_t)n + 2, sizeof *argv);
-    assert_non_null(argv);
-    argv[0] = (char *)bin;
-    for (int i = 0; i < n; i++)
-        argv[i + 1] = (char *)args[i];
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-            _exit(126);
-        execv(bin, argv);
-        _exit(127);
-    }
-    free(argv);
-    return pid;
-}
-
 /* A host copy of parameter i. */
 static sp_real *host_param(sp_model *m, int i)
 {
@@ -512,11 +462,12 @@ static void test_resume_after_sigkill_is_bit_identical(void **state)
     /* gradient accumulation and evaluation on, so their state is covered too */
     const char *straight[] = {"train", TINY_RUN_ARGS, "--data", text, "--steps", "20", "--ckpt-every", "10",
                               "--log-every", "3", "--eval-every", "5", "--grad-accum", "2", "--out", dir_a, NULL};
-    assert_int_equal(run_cli(straight, NULL), 0);
+    cli_expect_exit(0, straight, NULL, NULL);
 
     const char *killed[] = {"train", TINY_RUN_ARGS, "--data", text, "--steps", "20", "--ckpt-every", "10",
                             "--log-every", "3", "--eval-every", "5", "--grad-accum", "2", "--out", dir_b, NULL};
-    pid_t pid = spawn_cli(killed);
+    pid_t pid = scratch_spawn_cli(killed);
+    assert_true(pid > 0);
     char ckpt10[8192], ckpt20[8192];
     snprintf(ckpt10, sizeof ckpt10, "%s/ckpt_00000010.h5", dir_b);
     snprintf(ckpt20, sizeof ckpt20, "%s/ckpt_00000020.h5", dir_b);
@@ -538,10 +489,7 @@ static void test_resume_after_sigkill_is_bit_identical(void **state)
     if (scratch_file_exists(ckpt20)) /* killed after the end: nothing would be resumed */
         unlink(ckpt20);
     const char *resume[] = {"train", "--resume", dir_b, NULL};
-    char *err = NULL;
-    int rc = run_cli(resume, &err);
-    assert_int_equal(rc, 0);
-    free(err);
+    cli_expect_exit(0, resume, NULL, NULL);
 
     char log_a[8192], log_b[8192], final_a[8192];
     snprintf(log_a, sizeof log_a, "%s/trainlog.h5", dir_a);
@@ -562,23 +510,16 @@ static void test_resume_after_sigkill_is_bit_identical(void **state)
 
     /* a resumed run may extend --steps but not change what it computes */
     const char *changed[] = {"train", "--resume", dir_b, "--lr", "0.5", NULL};
-    rc = run_cli(changed, &err);
-    assert_int_equal(rc, SP_ERR_USAGE);
-    assert_int_equal(scratch_count_lines(err), 1);
-    assert_non_null(strstr(err, "lr"));
-    free(err);
+    cli_expect_error(SP_ERR_USAGE, changed, (const char *[]){"lr", NULL});
     const char *extend[] = {"train", "--resume", dir_b, "--steps", "22", NULL};
-    assert_int_equal(run_cli(extend, NULL), 0);
+    cli_expect_exit(0, extend, NULL, NULL);
     char ckpt22[8192];
     snprintf(ckpt22, sizeof ckpt22, "%s/ckpt_00000022.h5", dir_b);
     assert_true(scratch_file_exists(ckpt22));
     /* a fresh run into a directory that holds one is refused */
-    rc = run_cli(straight, &err);
-    assert_int_equal(rc, SP_ERR_USAGE);
-    assert_non_null(strstr(err, "--resume"));
-    free(err);
-    remove_dir(dir_a);
-    remove_dir(dir_b);
+    cli_expect_error(SP_ERR_USAGE, straight, (const char *[]){"--resume", NULL});
+    assert_int_equal(tree_remove(dir_a), 0);
+    assert_int_equal(tree_remove(dir_b), 0);
     unlink(text);
 }
 
@@ -593,8 +534,7 @@ static void test_divergence_is_a_recorded_result(void **state)
     const char *args[] = {"train", TINY_RUN_ARGS, "--data", text, "--steps", "30", "--lr", "1e6",
                           "--warmup-steps", "0", "--min-lr", "0", "--log-every", "1", "--out", dir, NULL};
     char *err = NULL;
-    int rc = run_cli(args, &err);
-    assert_int_equal(rc, SP_ERR_DIVERGED);
+    cli_expect_exit(SP_ERR_DIVERGED, args, NULL, &err);
     assert_non_null(strstr(err, "diverged at step"));
     free(err);
     char path[8192];
@@ -619,11 +559,8 @@ static void test_divergence_is_a_recorded_result(void **state)
     sp_model_free(m);
     /* a diverged run is not resumed */
     const char *resume[] = {"train", "--resume", dir, NULL};
-    rc = run_cli(resume, &err);
-    assert_int_equal(rc, SP_ERR_USAGE);
-    assert_int_equal(scratch_count_lines(err), 1);
-    free(err);
-    remove_dir(dir);
+    cli_expect_error(SP_ERR_USAGE, resume, NULL);
+    assert_int_equal(tree_remove(dir), 0);
     unlink(text);
 }
 
@@ -643,7 +580,7 @@ static void test_config_file_reaches_the_checkpoint(void **state)
     assert_int_equal(scratch_write_file(cfg_path, json, strlen(json)), 0);
     /* the command line overrides the file */
     const char *args[] = {"train", "--config", cfg_path, "--steps", "3", "--out", dir, NULL};
-    assert_int_equal(run_cli(args, NULL), 0);
+    cli_expect_exit(0, args, NULL, NULL);
     char path[8192];
     snprintf(path, sizeof path, "%s/ckpt_00000003.h5", dir);
     sp_ckpt_meta meta;
@@ -664,7 +601,7 @@ static void test_config_file_reaches_the_checkpoint(void **state)
     assert_true(opt.lr == 0.002 && opt.weight_decay == 0.05);
     assert_string_equal(opt.data, text);
     sp_ckpt_meta_free(&meta);
-    remove_dir(dir);
+    assert_int_equal(tree_remove(dir), 0);
     unlink(cfg_path);
     unlink(text);
 }
@@ -692,14 +629,8 @@ static void test_bad_options_fail_with_one_line(void **state)
         {{"train", "--data", text, "--n-heads", "3", "--out", dir, NULL}, SP_ERR_USAGE, "n_heads"},
         {{"train", "--resume", dir, NULL}, SP_ERR_INPUT, dir},
     };
-    for (size_t i = 0; i < SP_ARRAY_LEN(cases); i++) {
-        char *err = NULL;
-        int rc = run_cli(cases[i].args, &err);
-        assert_non_null(err);
-        if (rc != cases[i].code || scratch_count_lines(err) != 1 || !strstr(err, cases[i].mentions))
-            fail_msg("case %zu: exit %d (expected %d), stderr: %s", i, rc, cases[i].code, err);
-        free(err);
-    }
+    for (size_t i = 0; i < SP_ARRAY_LEN(cases); i++)
+        cli_expect_error(cases[i].code, cases[i].args, (const char *[]){cases[i].mentions, NULL});
     assert_false(scratch_file_exists(dir)); /* a failed start leaves no output directory */
     unlink(text);
 }

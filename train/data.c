@@ -1,10 +1,11 @@
 #include "train/data.h"
 
-#include <errno.h>
 #include <math.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "io/file_read.h"
 
 sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
                              const char *where, sp_train_data *d)
@@ -39,29 +40,10 @@ sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, 
 sp_status sp_train_data_load(const char *path, double val_fraction, int seq_len, uint64_t seed, sp_train_data *d)
 {
     memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sp_error(SP_ERR_IO, "%s: cannot open the training text: %s", path, strerror(errno));
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return sp_error(SP_ERR_IO, "%s: cannot determine the size of the training text", path);
-    }
-    char *text = sp_malloc((size_t)size + 1, "training text");
-    if (!text) {
-        fclose(f);
-        return SP_ERR_NOMEM;
-    }
-    size_t got = fread(text, 1, (size_t)size, f);
-    int failed = ferror(f);
-    fclose(f);
-    sp_status st = SP_OK;
-    if (failed || got != (size_t)size)
-        st = sp_error(SP_ERR_IO, "%s: read %zu of %ld bytes of the training text", path, got, size);
-    else
-        st = sp_train_data_init(text, got, val_fraction, seq_len, seed, path, d);
+    unsigned char *text = NULL;
+    size_t len = 0;
+    SP_TRY(sp_file_read_all(path, SIZE_MAX, &text, &len)); /* no limit but memory */
+    sp_status st = sp_train_data_init((const char *)text, len, val_fraction, seq_len, seed, path, d);
     free(text);
     return st;
 }

@@ -77,28 +77,20 @@ sp_status sp_train_options_resolve(sp_train_options *opt, const sp_config *cfg, 
 {
     if (!opt->data[0])
         return sp_error(SP_ERR_USAGE, "%s: data is empty (expected a text file)", where);
-    struct {
-        const char *name;
-        int64_t value, min, max;
-    } ranges[] = {
-        {"batch_size", opt->batch_size, 1, 1 << 20},
-        {"seq_len", opt->seq_len, 0, cfg->max_seq_len},
-        {"grad_accum", opt->grad_accum, 1, 1 << 20},
-        {"steps", opt->steps, 1, INT64_C(1) << 40},
-        {"tokens", opt->tokens, 0, INT64_C(1) << 50},
-        {"warmup_steps", opt->warmup_steps, 0, INT64_C(1) << 40},
-        {"log_every", opt->log_every, 1, INT64_C(1) << 40},
-        {"eval_every", opt->eval_every, 0, INT64_C(1) << 40},
-        {"eval_windows", opt->eval_windows, 1, 1 << 20},
-        {"ckpt_every", opt->ckpt_every, 0, INT64_C(1) << 40},
-        {"keep", opt->keep, 1, 1000},
+    const sp_int_range ranges[] = {
+        {"batch_size", opt->batch_size, 1, 1 << 20, NULL},
+        {"seq_len", opt->seq_len, 0, cfg->max_seq_len, ", the model's max_seq_len"},
+        {"grad_accum", opt->grad_accum, 1, 1 << 20, NULL},
+        {"steps", opt->steps, 1, INT64_C(1) << 40, NULL},
+        {"tokens", opt->tokens, 0, INT64_C(1) << 50, NULL},
+        {"warmup_steps", opt->warmup_steps, 0, INT64_C(1) << 40, NULL},
+        {"log_every", opt->log_every, 1, INT64_C(1) << 40, NULL},
+        {"eval_every", opt->eval_every, 0, INT64_C(1) << 40, NULL},
+        {"eval_windows", opt->eval_windows, 1, 1 << 20, NULL},
+        {"ckpt_every", opt->ckpt_every, 0, INT64_C(1) << 40, NULL},
+        {"keep", opt->keep, 1, 1000, NULL},
     };
-    for (size_t i = 0; i < SP_ARRAY_LEN(ranges); i++)
-        if (ranges[i].value < ranges[i].min || ranges[i].value > ranges[i].max)
-            return sp_error(SP_ERR_USAGE, "%s: %s = %lld is out of range (expected %lld..%lld%s)", where,
-                            ranges[i].name, (long long)ranges[i].value, (long long)ranges[i].min,
-                            (long long)ranges[i].max,
-                            strcmp(ranges[i].name, "seq_len") == 0 ? ", the model's max_seq_len" : "");
+    SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
     struct {
         const char *name;
         double value, lo, hi; /* lo < value < hi, or lo <= value with closed */
