@@ -1,7 +1,8 @@
 /* bench_model: forward+backward (with --train also global-norm clipping and an AdamW step, as the
- * training loop takes them) tokens/s of a spanprobe model on the CPU backend. Prints one JSON line;
- * bench/run_model_bench.sh and bench/run_train_bench.sh run it next to the same model in PyTorch
- * (bench/torch_model.py) and print the ratio. */
+ * training loop takes them) tokens/s of a spanprobe model on the CPU backend (--device cuda: the
+ * GPU, every array resident there). Prints one JSON line; bench/run_model_bench.sh,
+ * bench/run_train_bench.sh and bench/run_gpu_train_bench.sh run it next to the same model in PyTorch
+ * (bench/torch_model.py) and print the ratio. Model options: --d_model 768, --variant span, ... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
     cfg.d_ff = 1024;
     cfg.vocab_size = 256;
     int seq = 256, batch = 8, steps = 5, train = 0;
+    const char *device = "cpu";
     for (int i = 1; i < argc; i += 2) {
         if (strcmp(argv[i], "--train") == 0) {
             train = 1;
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
             seq = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--batch") == 0)
             batch = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--device") == 0)
+            device = argv[i + 1];
         else if (sp_config_set(&cfg, argv[i] + 2, argv[i + 1], argv[i]) != SP_OK) {
             fprintf(stderr, "bench_model: %s\n", sp_error_message());
             return 2;
@@ -57,8 +61,9 @@ int main(int argc, char **argv)
     }
     cfg.max_seq_len = seq;
     sp_model *m = NULL;
-    if (sp_config_resolve(&cfg) || sp_config_validate(&cfg, "bench") || sp_model_create(&cfg, sp_backend_cpu(), &m) ||
-        sp_model_init(m, 1)) {
+    const sp_backend *be = NULL;
+    if (sp_backend_select(device, &be) || sp_config_resolve(&cfg) || sp_config_validate(&cfg, "bench") ||
+        sp_model_create(&cfg, be, &m) || sp_model_init(m, 1)) {
         fprintf(stderr, "bench_model: %s\n", sp_error_message());
         return 1;
     }
@@ -83,7 +88,7 @@ int main(int argc, char **argv)
     }
     sp_adamw_config adamw = {0.9, 0.95, 1e-8, 0.1, 1.0};
     sp_optim *opt = NULL;
-    if (train && sp_optim_create(sp_backend_cpu(), &adamw, n_params, numel, decay, &opt)) {
+    if (train && sp_optim_create(be, &adamw, n_params, numel, decay, &opt)) {
         fprintf(stderr, "bench_model: %s\n", sp_error_message());
         return 1;
     }
@@ -96,13 +101,18 @@ int main(int argc, char **argv)
         }
         if (train)
             sp_optim_step(opt, params, grads, sp_optim_grad_norm(opt, grads, NULL), 3e-4);
+        if (sp_model_sync(m)) { /* the step's queued device work ends inside the timing */
+            fprintf(stderr, "bench_model: %s\n", sp_error_message());
+            return 1;
+        }
         if (s >= 0)
             times[s] = now_s() - t0;
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    printf("{\"impl\": \"spanprobe %s cpu\", \"mode\": \"%s\", \"tokens_per_s\": %.1f, \"median_s\": %.4f, "
-           "\"best_s\": %.4f, \"loss\": %.4f}\n",
-           SP_VERSION, train ? "train" : "fwd+bwd", rows / times[0], times[steps / 2], times[0], loss);
+    printf("{\"impl\": \"spanprobe %s %s\", \"mode\": \"%s\", \"tokens_per_s\": %.1f, \"median_s\": %.4f, "
+           "\"best_s\": %.4f, \"loss\": %.4f, \"n_params\": %zu}\n",
+           SP_VERSION, be->name, train ? "train" : "fwd+bwd", rows / times[0], times[steps / 2], times[0], loss,
+           sp_model_n_weights(m));
     sp_optim_free(opt);
     free(numel);
     free(decay);

@@ -1,8 +1,12 @@
-"""The spanprobe `pre` model in PyTorch, for benchmarks measured in the same run as spanprobe.
+"""The spanprobe `pre` and `span` models in PyTorch, for benchmarks measured in the same run as spanprobe.
 
-Same architecture as spanprobe's: token + learned position embedding, L blocks of
-u = x + A(LN1(x)); x' = u + F(LN2(u)), bias-free linear layers, LayerNorm with bias (eps 1e-5),
-GELU (tanh approximation), causal attention, final LayerNorm, head tied to the token embedding.
+Same architecture as spanprobe's: token + learned position embedding, L blocks, bias-free linear
+layers, LayerNorm with bias (eps 1e-5), GELU (tanh approximation), causal attention, head tied to
+the token embedding.
+  pre:  u = x + A(LN1(x)); x' = u + F(LN2(u)), then a final LayerNorm.
+  span: u = LN1(A(x) + x); x' = LN2(F(u) + x) (block 0's attention reads LN0(x)), no final norm.
+--device cuda runs on the GPU; --tf32 lets matrix products use TF32 tensor cores (spanprobe's
+SPANPROBE_TF32=1), without it they stay full fp32 as spanprobe's default.
 Prints one JSON line: {"impl": "pytorch", "tokens_per_s": ..., ...}.
 """
 import argparse
@@ -16,9 +20,11 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff):
+    def __init__(self, d_model, n_heads, d_ff, variant, first):
         super().__init__()
         self.n_heads = n_heads
+        self.variant = variant
+        self.n0 = nn.LayerNorm(d_model, eps=1e-5) if variant == "span" and first else None
         self.n1 = nn.LayerNorm(d_model, eps=1e-5)
         self.wq = nn.Linear(d_model, d_model, bias=False)
         self.wk = nn.Linear(d_model, d_model, bias=False)
@@ -35,30 +41,36 @@ class Block(nn.Module):
         k = self.wk(x).view(b, t, self.n_heads, hd).transpose(1, 2)
         v = self.wv(x).view(b, t, self.n_heads, hd).transpose(1, 2)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         scores = scores.masked_fill(mask, float("-inf"))
         a = F.softmax(scores, dim=-1) @ v
         return self.wo(a.transpose(1, 2).reshape(b, t, d))
 
+    def ffn(self, x):
+        return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+
     def forward(self, x):
+        if self.variant == "span":
+            u = self.n1(self.attention(self.n0(x) if self.n0 is not None else x) + x)
+            return self.n2(self.ffn(u) + x)
         u = x + self.attention(self.n1(x))
-        return u + self.w2(F.gelu(self.w1(self.n2(u)), approximate="tanh"))
+        return u + self.ffn(self.n2(u))
 
 
 class Model(nn.Module):
-    def __init__(self, vocab, d_model, n_layers, n_heads, d_ff, seq_len):
+    def __init__(self, vocab, d_model, n_layers, n_heads, d_ff, seq_len, variant):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
-        self.final = nn.LayerNorm(d_model, eps=1e-5)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff, variant, l == 0) for l in range(n_layers))
+        self.final = nn.LayerNorm(d_model, eps=1e-5) if variant == "pre" else nn.Identity()
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, std=0.02)
 
     def forward(self, ids, targets):
         t = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(t))
+        x = self.tok(ids) + self.pos(torch.arange(t, device=ids.device))
         for block in self.blocks:
             x = block(x)
         logits = self.final(x) @ self.tok.weight.t()
@@ -77,16 +89,22 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train", action="store_true", help="also take an AdamW step")
+    ap.add_argument("--variant", choices=["pre", "span"], default="pre")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--tf32", action="store_true", help="TF32 tensor-core matrix products (cuda)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
     torch.manual_seed(0)
-    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq)
+    device = torch.device(args.device)
+    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq, args.variant).to(device)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=3e-4, betas=(0.9, 0.95))
-    ids = torch.randint(0, args.vocab, (args.batch, args.seq))
-    targets = torch.randint(0, args.vocab, (args.batch, args.seq))
+    ids = torch.randint(0, args.vocab, (args.batch, args.seq), device=device)
+    targets = torch.randint(0, args.vocab, (args.batch, args.seq), device=device)
 
     def step():
         model.zero_grad(set_to_none=True)
@@ -95,7 +113,7 @@ def main():
         if args.train:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-        return loss.item()
+        return loss.item()  # waits for the GPU too
 
     step()  # warm-up
     times = []
@@ -104,8 +122,9 @@ def main():
         step()
         times.append(time.perf_counter() - t0)
     best = min(times)
-    print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": args.threads,
-                      "mode": "train" if args.train else "fwd+bwd",
+    print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": args.threads, "device": args.device,
+                      "variant": args.variant, "tf32": args.tf32, "mode": "train" if args.train else "fwd+bwd",
+                      "n_params": sum(p.numel() for p in model.parameters()),
                       "tokens_per_s": args.batch * args.seq / best,
                       "median_s": sorted(times)[len(times) // 2], "best_s": best}))
 

@@ -7,6 +7,12 @@ static sp_status load_model(const char *path, const char *device, sp_model **mod
     const sp_backend *be = NULL;
     SP_TRY(sp_backend_select(device, &be));
     SP_TRY(sp_ckpt_load(path, be, model, meta));
+    sp_status uploaded = sp_model_sync(*model);
+    if (uploaded != SP_OK) {
+        sp_model_free(*model);
+        *model = NULL;
+        return uploaded;
+    }
     if (meta->has_tokenizer)
         return SP_OK;
     if (meta->cfg.vocab_size == 256) {

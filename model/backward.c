@@ -101,6 +101,7 @@ sp_status sp_model_backward(sp_model *m)
         sp_norm_op_bwd(m, m->embed_norm, rows, d, t->e, &t->embed_norm, t->dh0, t->de, 1);
     }
     be->embed_bwd(rows, m->seq_len, d, t->ids, t->de, sp_model_grad(m, m->tok), sp_model_grad_or_null(m, m->pos));
+    SP_TRY(sp_model_sync(m));
     m->has_grads = 1;
     return SP_OK;
 }
@@ -110,7 +111,7 @@ sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_vjp"));
     if (sp_model_block_skipped(m, l)) {
         sp_block_identity(m, l, g_out, g_in, 0);
-        return SP_OK;
+        return sp_model_sync(m);
     }
     const sp_recipe *r = m->blocks[l].recipe;
     const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
@@ -120,5 +121,5 @@ sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp
         m->be->zero(g_in[s], bytes);
     }
     sp_block_backward(m, l, &m->state[l], g, g_in, 0);
-    return SP_OK;
+    return sp_model_sync(m);
 }

@@ -118,6 +118,8 @@ static sp_status loss_fwd(sp_model *m, const int32_t *targets, double *loss)
 sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *targets, int batch, int seq_len,
                            double *loss)
 {
+    if (m->be != sp_backend_cpu())
+        sp_error_clear(); /* see sp_model_sync */
     m->has_loss = 0;
     m->has_grads = 0;
     SP_TRY(check_input(m, tokens, targets, batch, seq_len));
@@ -138,7 +140,9 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
         run_block(m, l);
     final_norms(m);
     sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), t->logits);
-    return targets ? loss_fwd(m, targets, loss) : SP_OK;
+    if (targets)
+        SP_TRY(loss_fwd(m, targets, loss));
+    return sp_model_sync(m);
 }
 
 /* Checks shared by the block-as-a-function entry points. */
@@ -156,7 +160,7 @@ sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, s
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_apply"));
     if (sp_model_block_skipped(m, l)) {
         sp_block_identity(m, l, x_in, x_out, 0);
-        return SP_OK;
+        return sp_model_sync(m);
     }
     sp_block_state *probe = NULL;
     SP_TRY(sp_model_probe_state(m, l, &probe));
@@ -167,5 +171,5 @@ sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, s
     sp_block_forward(m, l, probe);
     for (int s = 0; s < r->n_streams; s++)
         m->be->copy(x_out[s], probe->slot[r->out_slots[s]], bytes);
-    return SP_OK;
+    return sp_model_sync(m);
 }

@@ -7,7 +7,7 @@ sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_jvp"));
     if (sp_model_block_skipped(m, l)) {
         sp_block_identity(m, l, t_in, t_out, 0);
-        return SP_OK;
+        return sp_model_sync(m);
     }
     const sp_recipe *r = m->blocks[l].recipe;
     const sp_block_state *st = &m->state[l];
@@ -43,5 +43,5 @@ sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_
         }
         t[step->dst] = td;
     }
-    return SP_OK;
+    return sp_model_sync(m);
 }

@@ -141,6 +141,14 @@ int sp_model_find_param(const sp_model *m, const char *name)
     return -1;
 }
 
+sp_status sp_model_sync(const sp_model *m)
+{
+    if (m->be == sp_backend_cpu())
+        return SP_OK;
+    m->be->sync();
+    return sp_error_code();
+}
+
 sp_status sp_model_init(sp_model *m, uint64_t seed)
 {
     size_t max_numel = 0;
@@ -160,7 +168,7 @@ sp_status sp_model_init(sp_model *m, uint64_t seed)
         sp_model_set_param(m, i, host);
     }
     free(host);
-    return SP_OK;
+    return sp_model_sync(m);
 }
 
 void sp_model_set_param(sp_model *m, int i, const sp_real *host)

@@ -47,6 +47,13 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
 /* Zeroes every gradient, then back-propagates the mean loss of the last forward pass (which must
  * have had targets) into the parameter gradients and the embedding output gradient. */
 sp_status sp_model_backward(sp_model *m);
+/* Waits for the backend and returns the first failure its ops recorded with sp_error since the last
+ * forward pass began (SP_OK on the CPU, whose ops cannot fail). Device ops are void, so this is how
+ * a GPU failure (a failed launch, a cuBLAS error) becomes a status: every pass above ends with it,
+ * and callers that run backend ops of their own on model memory (an optimizer step, an upload)
+ * check it after them. sp_model_forward on a device first clears errors recorded before it, which
+ * callers have already handled, so they cannot hide the pass's own. */
+sp_status sp_model_sync(const sp_model *m);
 /* Logits of the last forward pass, backend memory [batch * seq_len, vocab]. */
 const sp_real *sp_model_logits(const sp_model *m);
 int sp_model_rows(const sp_model *m); /* batch * seq_len of the last forward pass */

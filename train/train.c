@@ -296,6 +296,7 @@ static sp_status setup(sp_run *r, const char *resume_from)
     if (mkdir(r->dir, 0777) != 0 && errno != EEXIST)
         return sp_error(SP_ERR_IO, "%s: cannot create the output directory: %s", r->dir, strerror(errno));
     SP_TRY(resume_from ? setup_resumed(r, resume_from) : setup_fresh(r));
+    SP_TRY(sp_model_sync(r->m)); /* the uploads of the weights and optimizer state */
     SP_TRY(alloc_run_buffers(r));
     r->n_eval = sp_train_data_n_eval(&r->data, r->opt.eval_windows);
     r->schedule = (sp_lr_schedule){r->opt.lr, r->opt.min_lr, r->opt.warmup_steps, r->opt.steps};
@@ -490,6 +491,7 @@ static sp_status train_step(sp_run *r)
     }
     sp_real *const *grads = accum > 1 ? r->o->acc : r->grads;
     double grad_norm = sp_optim_grad_norm(r->o, grads, r->tensor_norms);
+    SP_TRY(sp_model_sync(r->m)); /* a device failure is an error, not a divergence */
     if (!isfinite(loss) || !isfinite(grad_norm))
         return diverge(r, at, loss, grad_norm, 1);
 
@@ -498,6 +500,7 @@ static sp_status train_step(sp_run *r)
     size_t bad = 0;
     for (int i = 0; i < r->n_params; i++)
         bad += r->be->count_nonfinite(sp_param_numel(sp_model_param_spec(r->m, i)), r->params[i]);
+    SP_TRY(sp_model_sync(r->m));
     if (bad) {
         copy_tensors(r, r->params, r->prev); /* undo the update */
         return diverge(r, at, loss, grad_norm, 0);
