@@ -9,17 +9,13 @@
 #include <sys/stat.h>
 
 #include "io/atomic.h"
+#include "io/dirs.h"
 #include "io/h5.h"
 #include "io/report.h"
 
 sp_status sp_csv_prepare_dir(const char *dir)
 {
-    struct stat sb;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return sp_error(SP_ERR_IO, "%s: cannot create the CSV directory (%s)", dir, strerror(errno));
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return sp_error(SP_ERR_IO, "%s: expected a directory for the CSV tables, found another kind of file", dir);
-    return SP_OK;
+    return sp_make_dirs(dir);
 }
 
 /* A growing text buffer; a failed allocation sticks (failed = 1) and is reported once at the end. */

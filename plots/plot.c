@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/dirs.h"
 #include "plots/figure.h"
 #include "plots/gnuplot.h"
 #include "plots/templates.h"
@@ -65,29 +66,6 @@ static sp_status select_figures(const char *only, unsigned char *selected)
         }
         selected[found] = 1;
         p += n + (p[n] == ',');
-    }
-    return SP_OK;
-}
-
-/* mkdir -p */
-static sp_status make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return sp_error(SP_ERR_USAGE, "%.64s...: output path too long", path);
-    for (char *p = buf + 1;; p++) {
-        const int end = *p == '\0';
-        if (*p == '/' || end) {
-            *p = '\0';
-            struct stat st;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return sp_error(SP_ERR_IO, "%s: cannot create the directory: %s", buf, strerror(errno));
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-                return sp_error(SP_ERR_IO, "%s: exists and is not a directory", buf);
-            if (end)
-                break;
-            *p = '/';
-        }
     }
     return SP_OK;
 }
@@ -188,7 +166,7 @@ sp_status sp_plot_run(int n_inputs, const char *const *inputs, const sp_plot_opt
     SP_TRY(select_figures(opt->only, selected));
     sp_plot_inputs in;
     SP_TRY(sp_plot_inputs_load(n_inputs, inputs, &in));
-    sp_status st = make_dirs(opt->out_dir);
+    sp_status st = sp_make_dirs(opt->out_dir);
     for (int i = 0; i < sp_plot_n_figures && st == SP_OK; i++)
         if (selected[i])
             st = draw_figure(&sp_plot_figures[i], &in, opt, &res);

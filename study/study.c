@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "analyzers/driver.h"
+#include "io/dirs.h"
 #include "plots/plot.h"
 #include "study/presets.h"
 #include "study/summary.h"
@@ -24,13 +25,6 @@ static int file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static sp_status make_dir(const char *path)
-{
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return sp_error(SP_ERR_IO, "%s: cannot create the directory: %s", path, strerror(errno));
-    return SP_OK;
 }
 
 /* Options a run directory's checkpoints must share with the preset's run (where it computes may differ). */
@@ -129,8 +123,8 @@ static sp_status run_all(const sp_study_options *o, const sp_study_preset *p, co
     SP_TRY(sp_study_analyze_options(p, &aopt));
     char path[4200];
     snprintf(path, sizeof path, "%s/runs", o->out);
-    SP_TRY(make_dir(o->out));
-    SP_TRY(make_dir(path));
+    SP_TRY(sp_make_dirs(o->out));
+    SP_TRY(sp_make_dirs(path));
     printf("study %s: %d runs into %s (interrupted? run the same command again to continue)\n", p->name, n, o->out);
     for (int k = 0; k < n; k++) {
         char tag[224];

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/dirs.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -293,8 +294,7 @@ static sp_status setup(sp_run *r, const char *resume_from)
         return sp_error(SP_ERR_IO, "%s: missing: the default corpus (fetch it with `make data`, or pass --data FILE)",
                         r->opt.data);
     SP_TRY(sp_train_data_load(r->opt.data, r->opt.val_fraction, r->opt.seq_len, (uint64_t)r->opt.seed, &r->data));
-    if (mkdir(r->dir, 0777) != 0 && errno != EEXIST)
-        return sp_error(SP_ERR_IO, "%s: cannot create the output directory: %s", r->dir, strerror(errno));
+    SP_TRY(sp_make_dirs(r->dir));
     SP_TRY(resume_from ? setup_resumed(r, resume_from) : setup_fresh(r));
     SP_TRY(sp_model_sync(r->m)); /* the uploads of the weights and optimizer state */
     SP_TRY(alloc_run_buffers(r));

@@ -1,0 +1,11 @@
+/* io/dirs.h: output directories, created with their missing parents (mkdir -p). */
+#ifndef SP_DIRS_H
+#define SP_DIRS_H
+
+#include "core/common.h"
+
+/* Creates path and any missing parent; an existing directory is fine. SP_ERR_IO naming the part
+ * that could not be created, or that exists and is not a directory. */
+sp_status sp_make_dirs(const char *path);
+
+#endif
