@@ -2,8 +2,8 @@
  * that the float path (cblas_sgemm, float storage) is wired right.
  *
  * F32_TOL 1e-5 (normwise): the references run in double on the same float inputs, so the only
- * differences are float roundings of inputs to each op's few sums (unit roundoff 6e-8, sums of
- * at most a few dozen terms), two orders of magnitude below the tolerance. A miswired op (wrong
+ * differences are float roundings of inputs to each op's sums (unit roundoff 6e-8; sums of up to
+ * 130 terms, whose rounding errors largely cancel: measured below 1e-6), well below the tolerance. A miswired op (wrong
  * transpose, stride or head) is off by O(1). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,8 +29,15 @@ static void test_sgemm(void **state)
     (void)state;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
+        {
             assert_below(opcmp_gemm(sp_backend_cpu(), ta, tb, 0.7, 1 + 2 * ta + tb), F32_TOL,
                          "sgemm trans_a=%d trans_b=%d", ta, tb);
+            /* cut into threaded blocks, by rows and by columns */
+            assert_below(opcmp_gemm_sized(sp_backend_cpu(), ta, tb, 300, 70, 130, 0.7, 5 + 2 * ta + tb), F32_TOL,
+                         "sgemm 300 x 70 x 130, trans_a=%d trans_b=%d", ta, tb);
+            assert_below(opcmp_gemm_sized(sp_backend_cpu(), ta, tb, 70, 300, 130, 0.7, 9 + 2 * ta + tb), F32_TOL,
+                         "sgemm 70 x 300 x 130, trans_a=%d trans_b=%d", ta, tb);
+        }
 }
 
 static void test_float_ops(void **state)
@@ -43,6 +50,7 @@ static void test_float_ops(void **state)
     assert_below(opcmp_swiglu_fwd(be, 91, 3.0, 14), F32_TOL, "swiglu forward");
     assert_below(opcmp_rope(be, 2, 5, 3, 6, 10000.0, 15), F32_TOL, "rope");
     assert_below(opcmp_attention_fwd(be, 2, 5, 6, 2, 4, 16), F32_TOL, "attention forward");
+    assert_below(opcmp_attention_fwd(be, 1, 130, 2, 1, 70, 19), F32_TOL, "attention forward, 130 positions");
     assert_below(opcmp_embed_fwd(be, 2, 5, 13, 11, 1, 17), F32_TOL, "embedding forward");
     assert_below(opcmp_xent_fwd(be, 7, 11, 3.0, 18), F32_TOL, "cross-entropy forward");
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/cpu_math.h"
 #include "tests/support/assert_err.h"
 #include "tests/support/fd_check.h"
 #include "tests/support/op_compare.h"
@@ -46,8 +47,10 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 static const sp_backend *cpu(void) { return sp_backend_cpu(); }
 
-/* Runs every derivative check on a map at random inputs, output weights and directions. */
-static void check_derivatives(const fd_map *f, uint64_t seed, const char *name)
+/* Runs the derivative checks on a map at random inputs, output weights and directions: all of
+ * them, or (per_element = 0, for maps too large to difference element by element) those along
+ * random directions only. */
+static void check_derivatives_opt(const fd_map *f, uint64_t seed, const char *name, int per_element)
 {
     sp_rng rng;
     sp_rng_seed(&rng, seed);
@@ -58,7 +61,9 @@ static void check_derivatives(const fd_map *f, uint64_t seed, const char *name)
     }
     sp_real *dy = vec_random(&rng, f->out_len, 1);
 
-    assert_below(fd_vjp_elementwise_err(f, in, dy, FD_STEP), FD_TOL, "%s: vjp vs per-element differences", name);
+    if (per_element)
+        assert_below(fd_vjp_elementwise_err(f, in, dy, FD_STEP), FD_TOL, "%s: vjp vs per-element differences",
+                     name);
     assert_below(fd_vjp_directional_err(f, in, dy, dir, FD_STEP), FD_TOL, "%s: vjp vs directional difference",
                  name);
     assert_below(fd_vjp_accumulate_err(f, in, dy), EXACT_TOL, "%s: vjp called twice must add twice", name);
@@ -71,6 +76,11 @@ static void check_derivatives(const fd_map *f, uint64_t seed, const char *name)
         free(dir[i]);
     }
     free(dy);
+}
+
+static void check_derivatives(const fd_map *f, uint64_t seed, const char *name)
+{
+    check_derivatives_opt(f, seed, name, 1);
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -109,6 +119,25 @@ static void test_memory_ops(void **state)
     sp_error_clear();
 }
 
+/* ---------------------------------------------------------------- inline exp */
+
+/* The CPU kernels' exp (GELU, SwiGLU, softmax) against libm's, and its documented range: within
+ * 2 ulps (measured: 1) where e^x is a normal double, 0 below the range, inf above, NaN kept. */
+static void test_cpu_exp(void **state)
+{
+    (void)state;
+    double worst = 0;
+    for (double x = -708.3; x < 709.4; x += 0.0137)
+        worst = fmax(worst, fabs(sp_cpu_exp(x) - exp(x)) / exp(x));
+    assert_below(worst, 4.5e-16, "exp relative error over [-708.3, 709.4]");
+    assert_true(sp_cpu_exp(0) == 1);
+    assert_true(sp_cpu_exp(-709.5) == 0 && sp_cpu_exp(-1e300) == 0 && sp_cpu_exp(-INFINITY) == 0);
+    assert_true(isinf(sp_cpu_exp(709.5)) && isinf(sp_cpu_exp(1e300)) && isinf(sp_cpu_exp(INFINITY)));
+    assert_true(isnan(sp_cpu_exp(NAN)));
+    assert_true(sp_cpu_sigmoid(-800) == 0 && sp_cpu_sigmoid(800) == 1 && isnan(sp_cpu_sigmoid(NAN)));
+    assert_below(fabs(sp_cpu_sigmoid(0.3) - 1 / (1 + exp(-0.3))), 1e-16, "sigmoid(0.3)");
+}
+
 /* ---------------------------------------------------------------- dense */
 
 static void test_gemm_transposes(void **state)
@@ -118,6 +147,20 @@ static void test_gemm_transposes(void **state)
         for (int tb = 0; tb < 2; tb++)
             assert_below(opcmp_gemm(cpu(), ta, tb, 0.7, 11 + 2 * ta + tb), REF_TOL, "gemm trans_a=%d trans_b=%d",
                          ta, tb);
+}
+
+/* Products large enough to be cut into blocks and threaded: by rows (3 blocks, the last partial)
+ * and by columns. */
+static void test_gemm_threaded_blocks(void **state)
+{
+    (void)state;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            assert_below(opcmp_gemm_sized(cpu(), ta, tb, 300, 70, 130, 0.7, 15 + 2 * ta + tb), REF_TOL,
+                         "gemm split by rows, trans_a=%d trans_b=%d", ta, tb);
+            assert_below(opcmp_gemm_sized(cpu(), ta, tb, 70, 300, 130, 0.0, 25 + 2 * ta + tb), REF_TOL,
+                         "gemm split by columns, trans_a=%d trans_b=%d", ta, tb);
+        }
 }
 
 static void test_gemm_beta_zero_overwrites_nan(void **state)
@@ -474,6 +517,8 @@ static void test_attention_forward(void **state)
         assert_below(opcmp_attention_fwd(cpu(), BATCH, SEQ, HEADS, kv_heads[i], HEAD_DIM, 61 + i), REF_TOL,
                      "attention forward, %d kv heads", kv_heads[i]);
     assert_int_equal(cpu()->attn_saved_elems(BATCH, SEQ, HEADS), (size_t)BATCH * HEADS * SEQ * SEQ);
+    /* longer than the CPU backend's 64-row tiles (two full, one partial), heads wider than a tile */
+    assert_below(opcmp_attention_fwd(cpu(), 2, 130, 2, 1, 70, 64), REF_TOL, "attention forward, 130 positions");
 }
 
 static void test_attention_derivatives(void **state)
@@ -490,6 +535,28 @@ static void test_attention_derivatives(void **state)
                 .jvp = attn_jvp};
     check_derivatives(&f, 64, "attention");
     attn_ctx_free(&c);
+}
+
+/* The CPU backend works on 64 x 64 tiles of the score matrix: 70 positions make a full, a partial,
+ * a diagonal and an off-diagonal tile, checked element by element; 130 positions (three row tiles)
+ * with heads of 70 > 64 dims, along directions. */
+static void test_attention_derivatives_tiled(void **state)
+{
+    (void)state;
+    const int head_dims[2] = {3, 70}, seq_lens[2] = {70, 130};
+    for (int i = 0; i < 2; i++) {
+        attn_ctx c = attn_ctx_make(1, seq_lens[i], 2, 1, head_dims[i]);
+        fd_map f = {.n_in = 3,
+                    .n_jvp_in = 3,
+                    .in_len = {attn_q_len(&c), attn_kv_len(&c), attn_kv_len(&c)},
+                    .out_len = attn_q_len(&c),
+                    .ctx = &c,
+                    .apply = attn_apply,
+                    .vjp = attn_vjp,
+                    .jvp = attn_jvp};
+        check_derivatives_opt(&f, 65 + i, i == 0 ? "attention, 70 positions" : "attention, head_dim 70", i == 0);
+        attn_ctx_free(&c);
+    }
 }
 
 /* ---------------------------------------------------------------- embedding */
@@ -691,42 +758,41 @@ static void test_adamw_two_steps(void **state)
 static void test_thread_count_independence(void **state)
 {
     (void)state;
-    attn_ctx c = attn_ctx_make(3, 16, 4, 2, 16);
-    enum { NROWS = 64, NDIM = 301 };
+    attn_ctx c = attn_ctx_make(3, 70, 4, 2, 16); /* 70 positions: two tiles of the CPU attention */
+    enum { NROWS = 64, NDIM = 301, GM = 300, GN = 70, GK = 130, NOUT = 9 };
     size_t nq = attn_q_len(&c), nkv = attn_kv_len(&c), nx = (size_t)NROWS * NDIM;
     sp_rng rng;
     sp_rng_seed(&rng, 101);
     sp_real *q = vec_random(&rng, nq, 1), *k = vec_random(&rng, nkv, 1), *v = vec_random(&rng, nkv, 1);
     sp_real *dout = vec_random(&rng, nq, 1), *x = vec_random(&rng, nx, 1), *gain = vec_random(&rng, NDIM, 1);
     sp_real *dy = vec_random(&rng, nx, 1), *in[] = {q, k, v};
+    sp_real *ga = vec_random(&rng, GM * GK, 1), *gb = vec_random(&rng, GK * GN, 1);
     int32_t ids[NROWS];
     for (int r = 0; r < NROWS; r++)
         ids[r] = (int32_t)sp_rng_below(&rng, 5);
-    /* outputs per thread count: attention out, dq, dk, dv, norm dx, dgain, embed dtok, sumsq */
-    sp_real *res[2][7];
+    /* outputs per thread count: attention out, dq, dk, dv, norm dx, dgain, embed dtok, gemm (split
+     * into row blocks), gelu backward; and sumsq */
+    size_t lens[NOUT] = {nq, nq, nkv, nkv, nx, NDIM, 5 * NDIM, GM * GN, nx};
+    sp_real *res[2][NOUT];
     double sums[2];
     int threads[2] = {1, 3}, saved_threads = omp_get_max_threads();
     sp_real rstd[NROWS];
     for (int t = 0; t < 2; t++) {
         omp_set_num_threads(threads[t]);
-        res[t][0] = vec_zeros(nq);
-        res[t][1] = vec_zeros(nq);
-        res[t][2] = vec_zeros(nkv);
-        res[t][3] = vec_zeros(nkv);
-        res[t][4] = vec_zeros(nx);
-        res[t][5] = vec_zeros(NDIM);
-        res[t][6] = vec_zeros(5 * NDIM);
+        for (int i = 0; i < NOUT; i++)
+            res[t][i] = vec_zeros(lens[i]);
         attn_apply(&c, in, res[t][0]);
         cpu()->attn_bwd(c.batch, c.seq_len, c.n_heads, c.n_kv_heads, c.head_dim, q, k, v, c.saved, dout, res[t][1],
                         res[t][2], res[t][3]);
         cpu()->norm_fwd(SP_NORM_RMSNORM, NROWS, NDIM, 1e-5, x, gain, NULL, res[t][4], NULL, rstd);
         cpu()->norm_bwd(SP_NORM_RMSNORM, NROWS, NDIM, x, gain, NULL, rstd, dy, res[t][4], res[t][5], NULL);
         cpu()->embed_bwd(NROWS, 16, NDIM, ids, dy, res[t][6], NULL);
+        cpu()->gemm(0, 0, GM, GN, GK, 1, ga, GK, gb, GN, 0, res[t][7], GN);
+        cpu()->gelu_bwd(nx, x, dy, res[t][8]);
         sums[t] = cpu()->sumsq(nx, x);
     }
     omp_set_num_threads(saved_threads);
-    size_t lens[7] = {nq, nq, nkv, nkv, nx, NDIM, 5 * NDIM};
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < NOUT; i++) {
         assert_memory_equal(res[0][i], res[1][i], lens[i] * sizeof(sp_real));
         free(res[0][i]);
         free(res[1][i]);
@@ -739,6 +805,8 @@ static void test_thread_count_independence(void **state)
     free(x);
     free(gain);
     free(dy);
+    free(ga);
+    free(gb);
     attn_ctx_free(&c);
 }
 
@@ -746,7 +814,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_ops),
+        cmocka_unit_test(test_cpu_exp),
         cmocka_unit_test(test_gemm_transposes),
+        cmocka_unit_test(test_gemm_threaded_blocks),
         cmocka_unit_test(test_gemm_beta_zero_overwrites_nan),
         cmocka_unit_test(test_axpby_and_scale),
         cmocka_unit_test(test_reductions),
@@ -760,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention_forward),
         cmocka_unit_test(test_attention_derivatives),
+        cmocka_unit_test(test_attention_derivatives_tiled),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_xent_forward),
         cmocka_unit_test(test_xent_backward),

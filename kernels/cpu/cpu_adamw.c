@@ -10,7 +10,7 @@ void sp_cpu_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_
                   double beta2, double eps, double weight_decay, long step)
 {
     double bias1 = 1.0 - pow(beta1, (double)step), bias2 = 1.0 - pow(beta2, (double)step);
-#pragma omp parallel for schedule(static) if (n >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, SP_CPU_CHUNK) if (n >= SP_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         double g = grad[i];
         double mi = beta1 * m[i] + (1.0 - beta1) * g;

@@ -6,70 +6,118 @@
  * Backward, with dP = dout v^T:  dS = P * (dP - rowsum(P * dP)),  dq += dS k / sqrt(hd),
  *   dk += dS^T q / sqrt(hd),  dv += P^T dout.
  * JVP, with tS = (tq k^T + q tk^T) / sqrt(hd):  tout = P tv + (P * (tS - rowsum(P * tS))) v.
- * Dot products and softmax sums run in double; products accumulate into the outputs in key order.
+ *
+ * Every product is a single-threaded gemm on blocks of TILE query rows: a block of rows i0..i1-1
+ * only meets keys j < i1, so the masked upper triangle is mostly skipped. Score tiles of the
+ * backward pass and the JVP (TILE x TILE) live on the stack, and their row sums come without a
+ * second sweep: rowsum(P * (a b^T)) = rowwise dot of a with P b. Softmax sums and these row sums
+ * run in double.
  * The forward pass and the JVP split work over (sequence, query head); the backward pass over
- * (sequence, kv head), so each thread owns the dk/dv rows it adds into and the result does not
- * depend on the thread count. The row sums of the backward pass and the JVP are taken in a first
- * sweep over the keys and the dot products recomputed in a second, which needs no scratch memory. */
+ * (sequence, kv head), so each thread owns the dk/dv rows it adds into, in a fixed order, and the
+ * result does not depend on the thread count. */
 #include <math.h>
 
+#include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_ops.h"
+
+#define TILE 64
 
 /* The sizes every index below needs. */
 typedef struct {
     int seq_len, n_heads, n_kv_heads, head_dim;
-    double scale; /* 1/sqrt(head_dim) */
+    int ldq, ldkv; /* row strides of the query-side and key-side arrays */
+    sp_real scale; /* 1/sqrt(head_dim) */
 } attn_shape;
 
 static attn_shape make_shape(int seq_len, int n_heads, int n_kv_heads, int head_dim)
 {
-    attn_shape s = {seq_len, n_heads, n_kv_heads, head_dim, 1.0 / sqrt((double)head_dim)};
+    attn_shape s = {seq_len, n_heads, n_kv_heads, head_dim, n_heads * head_dim, n_kv_heads * head_dim,
+                    (sp_real)(1.0 / sqrt((double)head_dim))};
     return s;
 }
 
-/* Query-side vector (q, out, dq, ...) of position i, sequence b, head h. */
-static size_t q_at(const attn_shape *s, int b, int i, int h)
+/* Query-side matrix (q, out, dq, ...) of sequence b, head h: seq_len rows, stride ldq. */
+static size_t q_at(const attn_shape *s, int b, int h)
 {
-    return ((size_t)b * s->seq_len + i) * ((size_t)s->n_heads * s->head_dim) + (size_t)h * s->head_dim;
+    return (size_t)b * s->seq_len * s->ldq + (size_t)h * s->head_dim;
 }
 
-/* Key-side vector (k, v, dk, ...) of position j, sequence b, kv head g. */
-static size_t kv_at(const attn_shape *s, int b, int j, int g)
+/* Key-side matrix (k, v, dk, ...) of sequence b, kv head g: seq_len rows, stride ldkv. */
+static size_t kv_at(const attn_shape *s, int b, int g)
 {
-    return ((size_t)b * s->seq_len + j) * ((size_t)s->n_kv_heads * s->head_dim) + (size_t)g * s->head_dim;
+    return (size_t)b * s->seq_len * s->ldkv + (size_t)g * s->head_dim;
 }
 
-/* Row i of the saved probabilities of (b, h). */
-static size_t p_at(const attn_shape *s, int b, int h, int i)
+/* The saved probabilities of (b, h): seq_len x seq_len. */
+static size_t p_at(const attn_shape *s, int b, int h)
 {
-    return (((size_t)b * s->n_heads + h) * s->seq_len + i) * (size_t)s->seq_len;
+    return ((size_t)b * s->n_heads + h) * s->seq_len * (size_t)s->seq_len;
 }
 
-static double dot(int n, const sp_real *x, const sp_real *y)
-{
-    double d = 0;
-    for (int t = 0; t < n; t++)
-        d += (double)x[t] * y[t];
-    return d;
-}
-
-/* y += a * x */
-static void add_scaled(int n, double a, const sp_real *x, sp_real *y)
-{
-    for (int t = 0; t < n; t++)
-        y[t] += (sp_real)(a * x[t]);
-}
-
-/* tS_ij = (tq_i . k_j + q_i . tk_j) / sqrt(hd), for the key vectors at offset kj. */
-static double score_tangent(const attn_shape *s, const sp_real *qi, const sp_real *tqi, const sp_real *k,
-                            const sp_real *tk, size_t kj)
-{
-    return (dot(s->head_dim, tqi, k + kj) + dot(s->head_dim, qi, tk + kj)) * s->scale;
-}
+static int min_int(int a, int b) { return a < b ? a : b; }
 
 static int parallel_worth(int batch, int seq_len, int n_heads, int head_dim)
 {
     return (size_t)batch * n_heads * seq_len * seq_len * head_dim >= SP_CPU_PAR_MIN;
+}
+
+/* Row i0 + r of a query block holds scores for keys 0..i0+r; turns them into probabilities in
+ * place and zeroes the rest of the seq_len-long row. */
+SP_CPU_CLONES static void softmax_rows(const attn_shape *s, int i0, int rows, sp_real *p)
+{
+    for (int r = 0; r < rows; r++) {
+        sp_real *pr = p + (size_t)r * s->seq_len;
+        const int keys = i0 + r + 1;
+        double max_score = -INFINITY, denom = 0;
+#pragma omp simd reduction(max : max_score)
+        for (int j = 0; j < keys; j++)
+            max_score = pr[j] > max_score ? pr[j] : max_score;
+#pragma omp simd reduction(+ : denom)
+        for (int j = 0; j < keys; j++) {
+            double e = sp_cpu_exp((double)pr[j] - max_score);
+            pr[j] = (sp_real)e;
+            denom += e;
+        }
+        const double inv = 1.0 / denom;
+#pragma omp simd
+        for (int j = 0; j < keys; j++)
+            pr[j] = (sp_real)(pr[j] * inv);
+        for (int j = keys; j < s->seq_len; j++)
+            pr[j] = 0;
+    }
+}
+
+/* sums[r] += rowwise dot of a (rows x head_dim, stride lda) with p b (p: rows x keys, stride
+ * seq_len; b: keys x head_dim, stride ldkv), i.e. sum_j p_rj (a_r . b_j), a product of TILE-wide
+ * column strips through the stack. */
+static void add_row_dots(const attn_shape *s, int rows, int keys, const sp_real *p, const sp_real *b,
+                         const sp_real *a, int lda, double *sums)
+{
+    sp_real strip[TILE * TILE];
+    for (int t0 = 0; t0 < s->head_dim; t0 += TILE) {
+        const int width = min_int(TILE, s->head_dim - t0);
+        sp_cpu_gemm_serial(0, 0, rows, width, keys, 1, p, s->seq_len, b + t0, s->ldkv, 0, strip, TILE);
+        for (int r = 0; r < rows; r++) {
+            const sp_real *ar = a + (size_t)r * lda + t0, *sr = strip + (size_t)r * TILE;
+            double d = 0;
+            for (int t = 0; t < width; t++)
+                d += (double)ar[t] * sr[t];
+            sums[r] += d;
+        }
+    }
+}
+
+/* tile = p * (tile - sums[r]) row by row (tile stride TILE, p stride seq_len): dS from dP, or the
+ * centered score tangent, scaled by p. */
+static void center_and_weight(const attn_shape *s, int rows, int cols, const double *sums, const sp_real *p,
+                              sp_real *tile)
+{
+    for (int r = 0; r < rows; r++) {
+        const sp_real *pr = p + (size_t)r * s->seq_len;
+        sp_real *tr = tile + (size_t)r * TILE;
+        for (int c = 0; c < cols; c++)
+            tr[c] = (sp_real)(pr[c] * ((double)tr[c] - sums[r]));
+    }
 }
 
 size_t sp_cpu_attn_saved_elems(int batch, int seq_len, int n_heads)
@@ -80,35 +128,22 @@ size_t sp_cpu_attn_saved_elems(int batch, int seq_len, int n_heads)
 void sp_cpu_attn_fwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
                      const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out)
 {
-    attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
-    int group = n_heads / n_kv_heads;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(batch, seq_len, n_heads, head_dim))
+    const attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
+    const int group = n_heads / n_kv_heads;
+#pragma omp parallel for collapse(2) schedule(dynamic) if (parallel_worth(batch, seq_len, n_heads, head_dim))
     for (int b = 0; b < batch; b++)
         for (int h = 0; h < n_heads; h++) {
-            int g = h / group;
-            for (int i = 0; i < seq_len; i++) {
-                const sp_real *qi = q + q_at(&s, b, i, h);
-                sp_real *p = saved + p_at(&s, b, h, i), *oi = out + q_at(&s, b, i, h);
-                double max_score = -INFINITY, denom = 0;
-                for (int j = 0; j <= i; j++) {
-                    double score = dot(head_dim, qi, k + kv_at(&s, b, j, g)) * s.scale;
-                    p[j] = (sp_real)score;
-                    if (score > max_score)
-                        max_score = score;
-                }
-                for (int j = 0; j <= i; j++) {
-                    double e = exp((double)p[j] - max_score);
-                    p[j] = (sp_real)e;
-                    denom += e;
-                }
-                for (int j = 0; j <= i; j++)
-                    p[j] = (sp_real)(p[j] / denom);
-                for (int j = i + 1; j < seq_len; j++)
-                    p[j] = 0;
-                for (int t = 0; t < head_dim; t++)
-                    oi[t] = 0;
-                for (int j = 0; j <= i; j++)
-                    add_scaled(head_dim, p[j], v + kv_at(&s, b, j, g), oi);
+            const size_t kvh = kv_at(&s, b, h / group);
+            const sp_real *qh = q + q_at(&s, b, h), *kg = k + kvh, *vg = v + kvh;
+            sp_real *p = saved + p_at(&s, b, h), *oh = out + q_at(&s, b, h);
+            for (int i0 = 0; i0 < seq_len; i0 += TILE) {
+                const int rows = min_int(TILE, seq_len - i0), keys = i0 + rows;
+                sp_real *pi = p + (size_t)i0 * seq_len;
+                sp_cpu_gemm_serial(0, 1, rows, keys, head_dim, s.scale, qh + (size_t)i0 * s.ldq, s.ldq, kg, s.ldkv, 0,
+                                   pi, seq_len);
+                softmax_rows(&s, i0, rows, pi);
+                sp_cpu_gemm_serial(0, 0, rows, head_dim, keys, 1, pi, seq_len, vg, s.ldkv, 0, oh + (size_t)i0 * s.ldq,
+                                   s.ldq);
             }
         }
 }
@@ -117,54 +152,69 @@ void sp_cpu_attn_bwd(int batch, int seq_len, int n_heads, int n_kv_heads, int he
                      const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
                      sp_real *dk, sp_real *dv)
 {
-    attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
-    int group = n_heads / n_kv_heads;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(batch, seq_len, n_heads, head_dim))
+    const attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
+    const int group = n_heads / n_kv_heads;
+#pragma omp parallel for collapse(2) schedule(dynamic) if (parallel_worth(batch, seq_len, n_heads, head_dim))
     for (int b = 0; b < batch; b++)
-        for (int g = 0; g < n_kv_heads; g++)
+        for (int g = 0; g < n_kv_heads; g++) {
+            const sp_real *kg = k + kv_at(&s, b, g), *vg = v + kv_at(&s, b, g);
+            sp_real *dkg = dk + kv_at(&s, b, g), *dvg = dv + kv_at(&s, b, g);
+            sp_real ds[TILE * TILE];
             for (int h = g * group; h < (g + 1) * group; h++)
-                for (int i = 0; i < seq_len; i++) {
-                    const sp_real *p = saved + p_at(&s, b, h, i);
-                    const sp_real *qi = q + q_at(&s, b, i, h), *doi = dout + q_at(&s, b, i, h);
-                    sp_real *dqi = dq + q_at(&s, b, i, h);
-                    double row_sum = 0; /* sum_j P_ij dP_ij */
-                    for (int j = 0; j <= i; j++)
-                        row_sum += p[j] * dot(head_dim, doi, v + kv_at(&s, b, j, g));
-                    for (int j = 0; j <= i; j++) {
-                        size_t kj = kv_at(&s, b, j, g);
-                        double dp = dot(head_dim, doi, v + kj);
-                        double ds = p[j] * (dp - row_sum) * s.scale;
-                        add_scaled(head_dim, ds, k + kj, dqi);
-                        add_scaled(head_dim, ds, qi, dk + kj);
-                        add_scaled(head_dim, p[j], doi, dv + kj);
+                for (int i0 = 0; i0 < seq_len; i0 += TILE) {
+                    const int rows = min_int(TILE, seq_len - i0), keys = i0 + rows;
+                    const size_t qi = q_at(&s, b, h) + (size_t)i0 * s.ldq;
+                    const sp_real *pi = saved + p_at(&s, b, h) + (size_t)i0 * seq_len;
+                    double row_sums[TILE] = {0}; /* sum_j P_ij dP_ij = dout_i . (P v)_i */
+                    add_row_dots(&s, rows, keys, pi, vg, dout + qi, s.ldq, row_sums);
+                    for (int j0 = 0; j0 < keys; j0 += TILE) {
+                        const int cols = min_int(TILE, keys - j0);
+                        const size_t kj = (size_t)j0 * s.ldkv;
+                        sp_cpu_gemm_serial(0, 1, rows, cols, head_dim, 1, dout + qi, s.ldq, vg + kj, s.ldkv, 0, ds,
+                                           TILE);
+                        center_and_weight(&s, rows, cols, row_sums, pi + j0, ds);
+                        sp_cpu_gemm_serial(0, 0, rows, head_dim, cols, s.scale, ds, TILE, kg + kj, s.ldkv, 1, dq + qi,
+                                           s.ldq);
+                        sp_cpu_gemm_serial(1, 0, cols, head_dim, rows, s.scale, ds, TILE, q + qi, s.ldq, 1, dkg + kj,
+                                           s.ldkv);
                     }
+                    sp_cpu_gemm_serial(1, 0, keys, head_dim, rows, 1, pi, seq_len, dout + qi, s.ldq, 1, dvg, s.ldkv);
                 }
+        }
 }
 
 void sp_cpu_attn_jvp(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
                      const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq,
                      const sp_real *tk, const sp_real *tv, sp_real *tout)
 {
-    attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
-    int group = n_heads / n_kv_heads;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(batch, seq_len, n_heads, head_dim))
+    const attn_shape s = make_shape(seq_len, n_heads, n_kv_heads, head_dim);
+    const int group = n_heads / n_kv_heads;
+#pragma omp parallel for collapse(2) schedule(dynamic) if (parallel_worth(batch, seq_len, n_heads, head_dim))
     for (int b = 0; b < batch; b++)
         for (int h = 0; h < n_heads; h++) {
-            int g = h / group;
-            for (int i = 0; i < seq_len; i++) {
-                const sp_real *p = saved + p_at(&s, b, h, i);
-                const sp_real *qi = q + q_at(&s, b, i, h), *tqi = tq + q_at(&s, b, i, h);
-                sp_real *toi = tout + q_at(&s, b, i, h);
-                double row_sum = 0; /* sum_j P_ij tS_ij */
-                for (int j = 0; j <= i; j++)
-                    row_sum += p[j] * score_tangent(&s, qi, tqi, k, tk, kv_at(&s, b, j, g));
-                for (int t = 0; t < head_dim; t++)
-                    toi[t] = 0;
-                for (int j = 0; j <= i; j++) {
-                    size_t kj = kv_at(&s, b, j, g);
-                    double ts = score_tangent(&s, qi, tqi, k, tk, kj);
-                    add_scaled(head_dim, p[j], tv + kj, toi);
-                    add_scaled(head_dim, p[j] * (ts - row_sum), v + kj, toi);
+            const size_t kvh = kv_at(&s, b, h / group);
+            const sp_real *kg = k + kvh, *vg = v + kvh, *tkg = tk + kvh, *tvg = tv + kvh;
+            sp_real ts[TILE * TILE];
+            for (int i0 = 0; i0 < seq_len; i0 += TILE) {
+                const int rows = min_int(TILE, seq_len - i0), keys = i0 + rows;
+                const size_t qi = q_at(&s, b, h) + (size_t)i0 * s.ldq;
+                const sp_real *pi = saved + p_at(&s, b, h) + (size_t)i0 * seq_len;
+                /* sum_j P_ij tS_ij = (tq_i . (P k)_i + q_i . (P tk)_i) / sqrt(hd) */
+                double row_sums[TILE] = {0};
+                add_row_dots(&s, rows, keys, pi, kg, tq + qi, s.ldq, row_sums);
+                add_row_dots(&s, rows, keys, pi, tkg, q + qi, s.ldq, row_sums);
+                for (int r = 0; r < rows; r++)
+                    row_sums[r] *= s.scale;
+                sp_cpu_gemm_serial(0, 0, rows, head_dim, keys, 1, pi, seq_len, tvg, s.ldkv, 0, tout + qi, s.ldq);
+                for (int j0 = 0; j0 < keys; j0 += TILE) {
+                    const int cols = min_int(TILE, keys - j0);
+                    const size_t kj = (size_t)j0 * s.ldkv;
+                    sp_cpu_gemm_serial(0, 1, rows, cols, head_dim, s.scale, tq + qi, s.ldq, kg + kj, s.ldkv, 0, ts,
+                                       TILE);
+                    sp_cpu_gemm_serial(0, 1, rows, cols, head_dim, s.scale, q + qi, s.ldq, tkg + kj, s.ldkv, 1, ts,
+                                       TILE);
+                    center_and_weight(&s, rows, cols, row_sums, pi + j0, ts);
+                    sp_cpu_gemm_serial(0, 0, rows, head_dim, cols, 1, ts, TILE, vg + kj, s.ldkv, 1, tout + qi, s.ldq);
                 }
             }
         }

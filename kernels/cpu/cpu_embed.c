@@ -9,7 +9,7 @@
 void sp_cpu_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
                       sp_real *out)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(dim)) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         const sp_real *t = tok + (size_t)ids[r] * dim;
         const sp_real *p = pos ? pos + (size_t)(r % seq_len) * dim : NULL;
@@ -23,7 +23,7 @@ void sp_cpu_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const 
                       sp_real *dpos)
 {
     int n_blocks = (dim + EMBED_COL_BLOCK - 1) / EMBED_COL_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
     for (int blk = 0; blk < n_blocks; blk++) {
         int lo = blk * EMBED_COL_BLOCK, hi = lo + EMBED_COL_BLOCK < dim ? lo + EMBED_COL_BLOCK : dim;
         for (int r = 0; r < rows; r++) {

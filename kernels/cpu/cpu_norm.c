@@ -4,10 +4,13 @@
  * (applied to w = dy * gain) and its JVP (applied to w = tx) are the same map:
  *   rstd * (w - mean(w) - xhat * mean(xhat * w)),   RMSNorm without the mean(w) term,
  * since the derivative of xhat is symmetric. Per-row sums run in double; dgain/dbias are summed
- * over rows by a column-parallel loop so every column is added in row order. */
+ * over rows by a loop parallel over blocks of columns, so every column is added in row order. */
 #include <math.h>
 
 #include "kernels/cpu/cpu_ops.h"
+
+/* Columns per block of the dgain/dbias sums (a block's partial sums stay in registers/L1). */
+#define NORM_COL_BLOCK 64
 
 static double row_mean(sp_norm_kind kind, const sp_real *mean, int r)
 {
@@ -17,7 +20,7 @@ static double row_mean(sp_norm_kind kind, const sp_real *mean, int r)
 void sp_cpu_norm_fwd(sp_norm_kind kind, int rows, int dim, sp_real eps, const sp_real *x, const sp_real *gain,
                      const sp_real *bias, sp_real *y, sp_real *mean, sp_real *rstd)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(dim)) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         const sp_real *xr = x + (size_t)r * dim;
         sp_real *yr = y + (size_t)r * dim;
@@ -62,7 +65,7 @@ void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
                      sp_real *dbias)
 {
     int parallel = (size_t)rows * dim >= SP_CPU_PAR_MIN;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(dim)) if (parallel)
     for (int r = 0; r < rows; r++) {
         const sp_real *xr = x + (size_t)r * dim, *dyr = dy + (size_t)r * dim;
         sp_real *dxr = dx + (size_t)r * dim;
@@ -75,25 +78,34 @@ void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
     }
     if (!dgain && !dbias)
         return;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int j = 0; j < dim; j++) {
-        double sg = 0, sb = 0;
+    /* column blocks, each summing its columns over the rows in row order, a row segment at a time */
+    const int n_blocks = (dim + NORM_COL_BLOCK - 1) / NORM_COL_BLOCK;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+    for (int blk = 0; blk < n_blocks; blk++) {
+        const int j0 = blk * NORM_COL_BLOCK, width = dim - j0 < NORM_COL_BLOCK ? dim - j0 : NORM_COL_BLOCK;
+        double sg[NORM_COL_BLOCK] = {0}, sb[NORM_COL_BLOCK] = {0};
         for (int r = 0; r < rows; r++) {
-            double d = dy[(size_t)r * dim + j];
-            sg += d * (x[(size_t)r * dim + j] - row_mean(kind, mean, r)) * rstd[r];
-            sb += d;
+            const sp_real *xr = x + (size_t)r * dim + j0, *dyr = dy + (size_t)r * dim + j0;
+            const double mu = row_mean(kind, mean, r), rs = rstd[r];
+            for (int j = 0; j < width; j++) {
+                double d = dyr[j];
+                sg[j] += d * (xr[j] - mu) * rs;
+                sb[j] += d;
+            }
         }
-        if (dgain)
-            dgain[j] += (sp_real)sg;
-        if (dbias)
-            dbias[j] += (sp_real)sb;
+        for (int j = 0; j < width; j++) {
+            if (dgain)
+                dgain[j0 + j] += (sp_real)sg[j];
+            if (dbias)
+                dbias[j0 + j] += (sp_real)sb[j];
+        }
     }
 }
 
 void sp_cpu_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
                      const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(dim)) if ((size_t)rows * dim >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         const sp_real *xr = x + (size_t)r * dim, *txr = tx + (size_t)r * dim;
         sp_real *tyr = ty + (size_t)r * dim;

@@ -1,9 +1,13 @@
 /* kernels/cpu/cpu_ops.h: the CPU backend's ops, one file per concern, gathered into the table by
  * cpu_backend.c. Semantics (layouts, overwrite vs accumulate) are those of kernels/backend.h.
  *
- * Threading: OpenMP loops with static schedules over independent outputs (rows, heads, elements),
- * so every output element is computed by one thread in a fixed order and results do not depend on
- * the thread count. Sums over many terms (reductions, dgain, softmax denominators) run in double.
+ * Threading: OpenMP loops over independent outputs (rows, heads, elements, blocks of columns), so
+ * every output element is computed by one thread in a fixed order and results do not depend on the
+ * thread count. The schedules are dynamic: a thread that is done takes the next chunk, so a thread
+ * the OS deschedules on a busy machine does not leave the others waiting at the barrier with half
+ * the work undone. Loops over elements hand out SP_CPU_CHUNK at a time, loops over rows the rows
+ * that hold about as many (sp_cpu_row_chunk), loops over blocks one block. Sums over many terms
+ * (reductions, dgain, softmax denominators) run in double.
  */
 #ifndef SP_CPU_OPS_H
 #define SP_CPU_OPS_H
@@ -12,6 +16,12 @@
 
 /* Below this many elements an elementwise loop runs on one thread (the fork costs more). */
 #define SP_CPU_PAR_MIN 16384
+/* Elements per chunk of a dynamically scheduled loop: small enough to balance, large enough that
+ * taking a chunk (one atomic add) costs nothing next to it. */
+#define SP_CPU_CHUNK 4096
+
+/* Rows of `dim` elements per chunk. */
+static inline int sp_cpu_row_chunk(int dim) { return dim >= SP_CPU_CHUNK ? 1 : SP_CPU_CHUNK / (dim > 0 ? dim : 1); }
 
 /* cpu_backend.c: memory */
 void *sp_cpu_alloc(size_t bytes, const char *what);
@@ -25,6 +35,9 @@ void sp_cpu_sync(void);
 /* cpu_blas.c */
 void sp_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, sp_real alpha, const sp_real *a, int lda,
                  const sp_real *b, int ldb, sp_real beta, sp_real *c, int ldc);
+/* The same product on the calling thread only (for ops that run their own parallel loop). */
+void sp_cpu_gemm_serial(int trans_a, int trans_b, int m, int n, int k, sp_real alpha, const sp_real *a, int lda,
+                        const sp_real *b, int ldb, sp_real beta, sp_real *c, int ldc);
 void sp_cpu_axpby(size_t n, sp_real a, const sp_real *x, sp_real b, sp_real *y);
 void sp_cpu_scale(size_t n, sp_real a, sp_real *x);
 double sp_cpu_sumsq(size_t n, const sp_real *x);

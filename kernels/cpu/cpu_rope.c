@@ -8,7 +8,7 @@
 void sp_cpu_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x)
 {
     int width = n_heads * head_dim, n_pairs = head_dim / 2;
-#pragma omp parallel for schedule(static) if ((size_t)rows * width >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(width)) if ((size_t)rows * width >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         double pos = r % seq_len;
         for (int i = 0; i < n_pairs; i++) {

@@ -20,7 +20,7 @@ static void row_logsumexp(int vocab, const sp_real *z, double *max_out, double *
 
 void sp_cpu_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * vocab >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(vocab)) if ((size_t)rows * vocab >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         int32_t t = targets[r];
         assert(t < vocab); /* the data loader validates token ids */
@@ -38,7 +38,7 @@ void sp_cpu_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *
 void sp_cpu_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
                      sp_real *dlogits)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * vocab >= SP_CPU_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(vocab)) if ((size_t)rows * vocab >= SP_CPU_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         int32_t t = targets[r];
         assert(t < vocab);
