@@ -32,6 +32,7 @@ typedef struct {
     int power_iters;    /* power-iteration cap */
     double power_tol;   /* power-iteration relative-change stop */
     int jac_tokens;     /* tokens sampled for token-local Jacobians */
+    int jac_seq;        /* Jacobian sequence length cap (0 = the evaluation seq_len) */
     int center;         /* cosine: subtract each layer's mean vector */
     int last_token;     /* cosine: last token of each sequence only */
     int cka_debiased;   /* CKA: debiased HSIC estimator */

@@ -1,5 +1,5 @@
 /* analyzers/jacobian.c: "jacobian", the block Jacobians of the model around one evaluation
- * sequence (the first, of seq_len tokens, batch 1), from exact JVPs and VJPs
+ * sequence (the first jac_seq tokens of the first evaluation sequence, batch 1), from exact JVPs and VJPs
  * (analyzers/block_jacobian.h):
  *   - sigma_max(J_l) of every block by power iteration on J^T J (analyzers/linop.h), and the top-k
  *     singular values by subspace iteration (a forward pass over k copies of the sequence carries
@@ -394,7 +394,9 @@ static sp_status write_result(const sp_analysis *a, const jac_result *j)
 static sp_status jacobian_finish(const sp_analysis *a, void *state)
 {
     (void)state;
-    jac_result j = {.L = a->n_layers, .S = a->n_streams, .d = a->d_model, .T = a->seq_len};
+    const int jac_seq = a->opts->jac_seq;
+    jac_result j = {.L = a->n_layers, .S = a->n_streams, .d = a->d_model,
+                    .T = jac_seq > 0 && jac_seq < a->seq_len ? jac_seq : a->seq_len};
     const int64_t n = (int64_t)j.S * j.T * j.d;
     j.k = a->opts->topk < n ? a->opts->topk : (int)n;
     j.n_tok = a->opts->jac_tokens < j.T ? a->opts->jac_tokens : j.T;

@@ -17,6 +17,7 @@
  *   Jacobian at token t is P_t / sigma_t with P_t the projection off {1, x_t - mean}: sigma_max(J_t)
  *   = 1 / sigma_t, ||J_t||_F / sqrt(d) = sqrt((d - 2) / d) / sigma_t, and the sequence Jacobian is
  *   block diagonal: its top singular values are the largest 1 / sigma_t, each d - 2 times.
+ * --jac-seq: a run on the first tokens of longer sequences gives the report of a run on those tokens.
  * Theory terms: sigma_a, sigma_z against their definition on the model's slots, ||W_2 W_1|| and
  * ||W_O W_V|| against naive products and LAPACK, the bound against its formula. */
 #include <lapacke.h>
@@ -295,6 +296,43 @@ static void test_identity_blocks(void **state)
     teardown(&f);
 }
 
+/* --jac-seq 4 on sequences of 6 tokens gives the report of a run on the first 4 tokens alone. */
+static void test_jac_seq_prefix(void **state)
+{
+    (void)state;
+    enum { PREFIX = 4 };
+    fixture f;
+    setup(&f, SP_VARIANT_SPAN, SP_NORM_LAYERNORM, SP_FFN_GELU, SP_POS_LEARNED, 0.3, 25);
+    f.r.opts.jac_seq = PREFIX;
+    an_run short_run;
+    an_run_setup(&short_run, f.m, 1, PREFIX, 1, 26);
+    memcpy(short_run.tokens, f.r.tokens, PREFIX * sizeof *short_run.tokens);
+    short_run.opts = f.r.opts;
+    short_run.opts.jac_seq = 0;
+    assert_int_equal(an_run_finish(&f.r, &sp_analyzer_jacobian, "prefix.h5"), SP_OK);
+    assert_int_equal(an_run_finish(&short_run, &sp_analyzer_jacobian, "short.h5"), SP_OK);
+    assert_true(an_run_scalar(&f.r, "jacobian", "seq_len") == PREFIX);
+    const char *same[] = {"sigma_max", "topk", "e2e_sigma_max", "token_positions", "token_sigma_max", "token_frob",
+                          "sigma_a", "sigma_z"};
+    for (size_t i = 0; i < SP_ARRAY_LEN(same); i++) {
+        sp_report_array got = an_run_array(&f.r, "jacobian", same[i]);
+        sp_report_array want = an_run_array(&short_run, "jacobian", same[i]);
+        assert_int_equal(got.rank, want.rank);
+        size_t n = 1;
+        for (int k = 0; k < got.rank; k++) {
+            assert_int_equal(got.shape[k], want.shape[k]);
+            n *= (size_t)got.shape[k];
+        }
+        for (size_t e = 0; e < n; e++)
+            assert_below(rel(got.data[e], want.data[e]), 1e-10, "%s[%zu]: %.17g vs %.17g", same[i], e, got.data[e],
+                         want.data[e]);
+        sp_report_array_free(&got);
+        sp_report_array_free(&want);
+    }
+    an_run_free(&short_run);
+    teardown(&f);
+}
+
 static int cmp_desc(const void *x, const void *y)
 {
     double p = *(const double *)x, q = *(const double *)y;
@@ -477,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_fd_span_swiglu_rope),
         cmocka_unit_test(test_fd_siamese),
         cmocka_unit_test(test_identity_blocks),
+        cmocka_unit_test(test_jac_seq_prefix),
         cmocka_unit_test(test_post_norms_known_scale),
         cmocka_unit_test(test_theory_terms),
     };

@@ -1,0 +1,80 @@
+#!/bin/sh
+# A full `spanprobe analyze` of a `pre` model (d_model 256, 12 layers, 8 heads, d_ff 1024,
+# max_seq_len 256) on 16,384 evaluation tokens, stage by stage, next to the same computations in
+# PyTorch CPU (bench/analyze_torch.py), same run, same machine, same thread count. Prints both stage
+# tables side by side, the ratio of the totals, and each side's peak memory (maximum RSS).
+# Usage (from the repository root): [BUILD=dir] [ROUNDS=n] bench/run_analyze_bench.sh [THREADS]
+# ROUNDS > 1 alternates the two sides n times (a shared machine is noisy).
+#
+# Both sides do the same work: the Jacobian analysis runs on one sequence of JAC_SEQ tokens with
+# exactly POWER_ITERS products per iteration run (spanprobe's stop tolerance is set so low that it
+# never stops early), the top-TOPK values, JAC_TOKENS token-local Jacobians; gradient norms on 1
+# batch of 8 sequences, pruning on 2. Evaluation tokens: the validation tenth of data/mobydick.txt
+# when present (else ../shared/data/mobydick.txt), as byte ids, for both sides.
+set -eu
+threads=${1:-2}
+build=${BUILD:-build}
+rounds=${ROUNDS:-1}
+JAC_SEQ=${JAC_SEQ:-64} JAC_TOKENS=${JAC_TOKENS:-4} POWER_ITERS=${POWER_ITERS:-20} TOPK=${TOPK:-8}
+make -s BUILD="$build" >/dev/null
+py=/usr/bin/python3
+if ! $py -c 'import torch' 2>/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-torch >/dev/null
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+text=data/mobydick.txt
+[ -s "$text" ] || text=../shared/data/mobydick.txt
+[ -s "$text" ] || tools/fetch_data.sh >/dev/null
+[ -s "$text" ] || text=data/mobydick.txt
+# the same tokens for both sides: the text's last tenth as byte ids (spanprobe's validation split)
+$py - "$text" "$work/tokens.txt" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "w").write(" ".join(str(b) for b in data[len(data) - len(data) // 10:]))
+PY
+"$build"/spanprobe init --variant pre --n-layers 12 --d-model 256 --n-heads 8 --d-ff 1024 --max-seq-len 256 \
+    --out "$work/pre.h5" >/dev/null
+export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
+echo "model: pre, d_model 256, 12 layers, 8 heads, d_ff 1024, vocab 256; 16384 tokens (64 x 256), batch 8; $threads threads"
+echo "jacobian: $JAC_SEQ tokens, $POWER_ITERS products per run, top-$TOPK, $JAC_TOKENS token-local positions"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    "$build"/spanprobe analyze "$work/pre.h5" --tokens "$work/tokens.txt" --out "$work/report.h5" --device cpu \
+        --n-tokens 16384 --seq-len 256 --batch 8 --grad-batches 1 --prune-batches 2 --jac-seq "$JAC_SEQ" \
+        --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --power-tol 1e-15 --topk "$TOPK" \
+        >"$work/ours.$i.txt" 2>"$work/ours.$i.err" || { cat "$work/ours.$i.err" >&2; exit 1; }
+    $py bench/analyze_torch.py --threads "$threads" --tokens "$work/tokens.txt" --jac-seq "$JAC_SEQ" \
+        --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --topk "$TOPK" >"$work/theirs.$i.json"
+    i=$((i + 1))
+done
+ROUNDS="$rounds" WORK="$work" $py - <<'PY'
+import json, os, re, statistics
+rounds, work = int(os.environ["ROUNDS"]), os.environ["WORK"]
+# spanprobe's stage table: "name (pass|finish) seconds" lines; an analyzer's pass and finish add up
+def ours(i):
+    stages, peak = {}, None
+    for line in open(f"{work}/ours.{i}.txt"):
+        m = re.match(r"^(\S+(?: \S+)?)\s+(?:\((?:pass|finish)\)\s+)?([0-9.]+)$", line.strip())
+        if m:
+            stages[m.group(1)] = stages.get(m.group(1), 0) + float(m.group(2))
+        m = re.match(r"^peak memory: ([0-9.]+) MiB", line)
+        if m:
+            peak = float(m.group(1))
+    total = stages.pop("total")
+    return stages, total, peak
+for i in range(rounds):
+    s, s_total, s_peak = ours(i)
+    t = json.load(open(f"{work}/theirs.{i}.json"))
+    print(f"\nround {i + 1}: {'stage':<18} {'spanprobe s':>12} {'pytorch s':>10} {'ratio':>7}")
+    for name, sec in s.items():
+        theirs = t["stages"].get(name, float("nan"))
+        print(f"         {name:<18} {sec:12.2f} {theirs:10.2f} {theirs / sec if sec else float('nan'):7.2f}")
+    print(f"         {'total':<18} {s_total:12.2f} {t['total_s']:10.2f} {t['total_s'] / s_total:7.2f}"
+          "  (ratio = pytorch / spanprobe: > 1 means spanprobe is faster)")
+    print(f"         peak memory: spanprobe {s_peak:.0f} MiB, pytorch {t['peak_rss_mib']:.0f} MiB"
+          f" ({t['impl']})")
+PY
