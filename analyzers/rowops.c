@@ -80,11 +80,12 @@ static sp_status rms_rstd(sp_rowops *ro, int rows, int dim, const sp_real *x, sp
 }
 
 /* mean(x^2) of a row from its rstd = 1/sqrt(mean(x^2) + eps); an infinite rstd is a zero row, and
- * so is a mean square lost in the rounding of eps. */
+ * so is a mean square lost in the rounding of eps. A row holding NaN stays NaN (and one holding Inf,
+ * Inf), so that no statistic built on it can pass for finite. */
 static double mean_square(sp_real rstd, double eps)
 {
     double r = (double)rstd, ms = 1.0 / (r * r) - eps;
-    return ms > 100 * eps ? ms : 0;
+    return ms > 100 * eps || isnan(ms) ? ms : 0;
 }
 
 sp_status sp_rowops_sqnorms(sp_rowops *ro, int rows, int dim, const sp_real *x, double *sq)

@@ -133,6 +133,29 @@ static double max_rel(int n, const double *got, const double *want)
     return err / scale;
 }
 
+/* Non-finite rows must not be mistaken for zero rows (a diverged model would then look collapsed or
+ * healthy): their squared norms come out NaN or Inf, never 0. */
+static void test_rowops_nonfinite(void **state)
+{
+    (void)state;
+    const sp_backend *be = sp_backend_cpu();
+    enum { ROWS = 3, DIM = 4 };
+    sp_real host[ROWS * DIM] = {1, 2, 3, 4, 1, (sp_real)NAN, 3, 4, 1, (sp_real)INFINITY, 3, 4};
+    sp_real *x = to_backend(be, ROWS * DIM, host);
+    sp_real *unit = be->alloc(ROWS * DIM * sizeof *unit, "test");
+    sp_rowops ro;
+    assert_int_equal(sp_rowops_init(&ro, be, ROWS, DIM), SP_OK);
+    double sq[ROWS], usq[ROWS];
+    assert_int_equal(sp_rowops_sqnorms(&ro, ROWS, DIM, x, sq), SP_OK);
+    assert_int_equal(sp_rowops_unit(&ro, ROWS, DIM, x, unit, usq), SP_OK);
+    assert_below(fabs(sq[0] - 30.0) / 30.0, 1e-6, "finite row squared norm");
+    assert_true(isnan(sq[1]) && isnan(usq[1]));
+    assert_true(isinf(sq[2]) && isinf(usq[2]));
+    sp_rowops_free(&ro);
+    be->free(unit);
+    be->free(x);
+}
+
 static void test_streamed_moments(void **state)
 {
     (void)state;
@@ -202,6 +225,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowops),
+        cmocka_unit_test(test_rowops_nonfinite),
         cmocka_unit_test(test_streamed_moments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
