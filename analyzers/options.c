@@ -17,7 +17,7 @@ static const sp_field analyze_fields[] = {
     F(power_iters, SP_FIELD_INT, "Jacobian: power-iteration cap"),
     F(power_tol, SP_FIELD_DOUBLE, "Jacobian: power iteration stops at this relative change"),
     F(jac_tokens, SP_FIELD_INT, "Jacobian: tokens sampled for the token-local Jacobians"),
-    F(jac_seq, SP_FIELD_INT, "Jacobian: tokens of the analyzed sequence, at most seq_len (0: seq_len)"),
+    F(jac_seq, SP_FIELD_INT, "Jacobian: tokens of the analyzed sequence (0 or more than seq_len: the whole sequence)"),
     F(center, SP_FIELD_BOOL, "similarity: subtract each layer's mean vector before the cosines (two passes)"),
     F(last_token, SP_FIELD_BOOL, "similarity: the last token of each sequence only"),
     F(cka_debiased, SP_FIELD_BOOL, "cka: also the debiased HSIC estimator"),

@@ -97,8 +97,6 @@ sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *o
     return sp_fields_load_json_tables(path, 1, &t, &obj);
 }
 
-sp_status sp_config_load_json(const char *path, sp_config *cfg) { return sp_fields_load_json(path, &sp_config_table, cfg); }
-
 void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_object)
 {
     cJSON *root = cjson_object;
@@ -118,13 +116,4 @@ void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_obj
             break;
         }
     }
-}
-
-char *sp_config_to_json(const sp_config *cfg)
-{
-    cJSON *root = cJSON_CreateObject();
-    sp_fields_to_json(&sp_config_table, cfg, root);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    return text;
 }

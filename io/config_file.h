@@ -19,9 +19,5 @@ sp_status sp_fields_apply_json(const char *text, const char *where, int n_tables
 /* Adds every field of obj to a cJSON object (passed as void * to keep cJSON out of this header). */
 void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_object);
 
-/* Applies every key of the JSON object in `path` on top of *cfg. */
-sp_status sp_config_load_json(const char *path, sp_config *cfg);
-/* Writes cfg as a JSON object string (caller frees with free()). */
-char *sp_config_to_json(const sp_config *cfg);
-
 #endif
+
