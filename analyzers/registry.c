@@ -5,6 +5,7 @@
 extern const sp_analyzer sp_analyzer_similarity;
 extern const sp_analyzer sp_analyzer_cka;
 extern const sp_analyzer sp_analyzer_growth;
+extern const sp_analyzer sp_analyzer_presums;
 extern const sp_analyzer sp_analyzer_hidden_spectra;
 extern const sp_analyzer sp_analyzer_ffn_spectra;
 extern const sp_analyzer sp_analyzer_grad_norms;
@@ -17,6 +18,7 @@ const sp_analyzer *const sp_analyzers[] = {
     &sp_analyzer_similarity,
     &sp_analyzer_cka,
     &sp_analyzer_growth,
+    &sp_analyzer_presums,
     &sp_analyzer_hidden_spectra,
     &sp_analyzer_ffn_spectra,
     &sp_analyzer_grad_norms,

@@ -19,7 +19,8 @@ void act_dump_write(const char *path, const act_dump_spec *spec)
     const int rows = spec->batch * spec->seq_len;
     sp_dump_info info = {.n_layers = spec->n_layers, .d_model = spec->d_model, .n_streams = spec->n_streams,
                          .d_ff = spec->d_ff, .vocab_size = 11, .batch = spec->batch, .seq_len = spec->seq_len,
-                         .has_ffn_latent = spec->latent != NULL};
+                         .has_ffn_latent = spec->latent != NULL, .has_sum_a = spec->sum_a != NULL,
+                         .has_sum_z = spec->sum_z != NULL};
     snprintf(info.source, sizeof info.source, "tests: synthetic activations");
     int32_t *tokens = calloc((size_t)rows, sizeof *tokens);
     if (!tokens)
@@ -32,6 +33,12 @@ void act_dump_write(const char *path, const act_dump_spec *spec)
             check(sp_dump_write(w, SP_DUMP_HIDDEN, s, l, 0, rows, spec->hidden[l * spec->n_streams + s]), "hidden");
     for (int l = 0; spec->latent && l < spec->n_layers; l++)
         check(sp_dump_write(w, SP_DUMP_FFN_LATENT, 0, l, 0, rows, spec->latent[l]), "latent");
+    for (int l = 0; l < spec->n_layers; l++) {
+        if (spec->sum_a && spec->sum_a[l])
+            check(sp_dump_write(w, SP_DUMP_SUM_A, 0, l, 0, rows, spec->sum_a[l]), "sum_a");
+        if (spec->sum_z && spec->sum_z[l])
+            check(sp_dump_write(w, SP_DUMP_SUM_Z, 0, l, 0, rows, spec->sum_z[l]), "sum_z");
+    }
     check(sp_dump_commit(w), "commit");
 }
 
