@@ -29,6 +29,7 @@
 #include "support/act_dump.h"
 #include "support/cli_expect.h"
 #include "support/scratch.h"
+#include "support/stories260k.h"
 #include "support/tree.h"
 
 typedef struct {
@@ -356,20 +357,14 @@ static void copy_deep_layers(const char *src, const char *dst, int keep)
 static void test_trained_model(void **state)
 {
     fixture *f = need_fixture(state);
-    char model[4200], tokenizer[4200];
-    if (!scratch_shared_data("checkpoints/stories260K/stories260K.bin", model, sizeof model) ||
-        !scratch_shared_data("checkpoints/stories260K/tok512.bin", tokenizer, sizeof tokenizer)) {
-        print_message("skipped: ../shared/data/checkpoints/stories260K is absent\n");
-        skip();
-    }
-    char ckpt[4200], report[4200], dump[4200], copied_dump[4200], dump_report[4200], copied_report[4200];
-    scratch_path(ckpt, sizeof ckpt, "stories.h5");
+    char ckpt[4200];
+    stories260k_import("stories.h5", ckpt, sizeof ckpt, NULL);
+    char report[4200], dump[4200], copied_dump[4200], dump_report[4200], copied_report[4200];
     scratch_path(report, sizeof report, "stories_report.h5");
     scratch_path(dump, sizeof dump, "stories_dump.h5");
     scratch_path(copied_dump, sizeof copied_dump, "stories_copied_dump.h5");
     scratch_path(dump_report, sizeof dump_report, "stories_dump_report.h5");
     scratch_path(copied_report, sizeof copied_report, "stories_copied_report.h5");
-    cli_expect_exit(SP_OK, (const char *[]){"import", "llama2c", model, tokenizer, ckpt, NULL}, NULL, NULL);
     cli_expect_exit(SP_OK,
                (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--metrics",
                                 "similarity,grad_norms", "--n-tokens", "512", "--seq", "64", "--device", "cpu",

@@ -21,6 +21,7 @@
 #include "support/byte_buf.h"
 #include "support/cli_expect.h"
 #include "support/scratch.h"
+#include "support/stories260k.h"
 
 /* ---- building llama2.c files ---- */
 
@@ -484,52 +485,21 @@ static void test_stories260k_config(void **state)
     free(json_text);
 }
 
-/* Runs `generate` greedily for `steps` and returns stdout without its final newline. */
-static char *greedy_text(const char *ckpt, const char *steps)
-{
-    char *out = NULL, *err = NULL;
-    int rc = scratch_run_cli((const char *[]){"generate", ckpt, "--steps", steps, "--temperature", "0", "--device",
-                                              "cpu", NULL},
-                             &out, &err);
-    if (rc != 0)
-        fail_msg("generate --steps %s exited %d: %s", steps, rc, err ? err : "");
-    free(err);
-    size_t len = strlen(out);
-    assert_true(len > 0 && out[len - 1] == '\n');
-    out[len - 1] = '\0';
-    return out;
-}
-
 static void test_stories260k_greedy(void **state)
 {
     (void)state;
-    char model[256], tok[256], expected_path[256], ckpt[4200];
-    if (!scratch_shared_data("checkpoints/stories260K/stories260K.bin", model, sizeof model) ||
-        !scratch_shared_data("checkpoints/stories260K/tok512.bin", tok, sizeof tok) ||
-        !scratch_shared_data("checkpoints/stories260K/expected_greedy_t0_n200.txt", expected_path,
-                             sizeof expected_path)) {
-        print_message("skipped: ../shared/data/checkpoints/stories260K is absent\n");
-        skip();
-    }
-    scratch_path(ckpt, sizeof ckpt, "stories260K.h5");
-    char *out = NULL;
-    int rc = scratch_run_cli((const char *[]){"import", "llama2c", model, tok, ckpt, NULL}, &out, NULL);
-    if (rc == -1) {
-        print_message("skipped: SPANPROBE_BIN is not set\n");
-        skip();
-    }
-    assert_int_equal(rc, 0);
+    char ckpt[4200], *out = NULL;
+    stories260k_import("stories260K.h5", ckpt, sizeof ckpt, &out);
     assert_non_null(strstr(out, "260032 weights"));
     free(out);
 
-    char *expected = scratch_read_file(expected_path, NULL);
-    assert_non_null(expected);
+    char *expected = stories260k_expected_text();
     /* 380 forward passes on rows of 64: OpenMP threads only spin on the shared test machine */
     setenv("OMP_NUM_THREADS", "1", 1);
     /* the first 180 tokens must be llama2.c's exactly (later ones may flip on near-ties of the
      * logits, see the data's PROVENANCE.md); 200 steps must extend the same text */
-    char *text180 = greedy_text(ckpt, "180");
-    char *text200 = greedy_text(ckpt, "200");
+    char *text180 = stories260k_greedy_text(ckpt, "180", "cpu");
+    char *text200 = stories260k_greedy_text(ckpt, "200", "cpu");
     size_t n180 = strlen(text180);
     assert_true(n180 > 400 && n180 <= strlen(expected));
     if (strncmp(text180, expected, n180) != 0)
