@@ -1,7 +1,8 @@
-# spanprobe build. `make` builds build/spanprobe (CPU backend, plus CUDA where nvcc is on the PATH);
+# spanprobe build. `make` builds build/spanprobe (CPU backend, plus CUDA where nvcc is on the PATH)
+# and build/spanprobe-f64 (the same CLI in float64, CPU only: reference reports for `compare`);
 # `make test` runs the suite, `make test-asan` the same under AddressSanitizer + UBSan.
 # Every library source is compiled twice: float32 (the tool) and float64 (-DSP_DOUBLE, used by the
-# gradient and Jacobian checks). See docs/build.md.
+# gradient and Jacobian checks and spanprobe-f64). See docs/build.md.
 
 BUILD ?= build
 SAN ?= 0
@@ -36,9 +37,12 @@ TEST_F32_SRCS := $(filter-out %_f64.c,$(TEST_SRCS))
 OBJ32 := $(LIB_SRCS:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/gen/plot_templates.o
 OBJ64 := $(LIB_SRCS:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/gen/plot_templates.o
 CLI_OBJ := $(CLI_SRCS:%.c=$(BUILD)/f32/%.o)
+CLI_OBJ64 := $(CLI_SRCS:%.c=$(BUILD)/f64/%.o)
 LIB32 := $(BUILD)/libspanprobe.a
 LIB64 := $(BUILD)/libspanprobe_f64.a
 BIN := $(BUILD)/spanprobe
+# The same command line on the float64 library (CPU only): fp64 reference reports for `compare`.
+BIN64 := $(BUILD)/spanprobe-f64
 TESTS := $(TEST_F32_SRCS:tests/%.c=$(BUILD)/tests/%) $(TEST_F64_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
@@ -58,7 +62,7 @@ else
 endif
 
 .PHONY: all test test-asan deps data clean bench main
-all: $(BIN) cuda-note
+all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
 ifeq ($(CUDA),0)
@@ -102,6 +106,9 @@ $(LIB64): $(OBJ64)
 $(BIN): $(CLI_OBJ) $(LIB32)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB32) $(LDLIBS)
 
+$(BIN64): $(CLI_OBJ64) $(LIB64)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ64) $(LIB64) $(LDLIBS)
+
 $(BUILD)/tests/%_f64: tests/%_f64.c $(TEST_SUPPORT) $(LIB64)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB64) $(LDLIBS) -lcmocka
@@ -128,7 +135,7 @@ fixtures: $(BIN)
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) fixtures/build.sh
 
 # The test runner builds the fixtures through the tool itself, then runs every test binary.
-test: $(BIN) $(TESTS) fixtures
+test: $(BIN) $(BIN64) $(TESTS) fixtures
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
 
 test-asan:

@@ -11,7 +11,9 @@
  * cannot meet is recorded in the report's /skipped group with the reason, never silently dropped.
  *
  * Analyzers compute through the backend table (a->be) and download only small results, so the same
- * code runs on the CPU and on the GPU. Eigen/singular values go through analyzers/linalg.h in fp64.
+ * code runs on the CPU and on the GPU. Covariances are totalled in fp64 on the backend, and every
+ * eigen and singular value is computed there in fp64 (be->sym_eigvals / be->singvals: LAPACK on the
+ * CPU, cuSOLVER on CUDA), batched over the matrices of one shape; only the values come back.
  */
 #ifndef SP_ANALYZER_H
 #define SP_ANALYZER_H
@@ -40,6 +42,7 @@ typedef struct {
     int prune_batches;  /* batches for pruning sensitivity */
     int singular_values; /* weights: also store every matrix's full singular values */
     int embed_uncentered; /* embed_spectrum: second moment of the rows instead of their covariance */
+    double max_memory_gib; /* backend memory budget: the batch is cut so activations take at most half */
 } sp_analyze_options;
 
 extern const sp_field_table sp_analyze_option_table;

@@ -19,11 +19,9 @@ sp_status sp_block_forward_copies(sp_model *m, const int32_t *tokens, int len, i
 
 void sp_block_op_free(sp_block_op *op)
 {
-    for (int p = 0; p < 2; p++)
-        for (int s = 0; s < 2; s++)
-            if (op->buf[p][s])
-                sp_model_backend(op->m)->free(op->buf[p][s]);
-    free(op->stage);
+    for (int i = 0; i < 2; i++)
+        if (op->chain[i])
+            sp_model_backend(op->m)->free(op->chain[i]);
     *op = (sp_block_op){0};
 }
 
@@ -34,112 +32,130 @@ sp_status sp_block_op_init(sp_block_op *op, sp_model *m, int copies, int len)
         return sp_error(SP_ERR_INTERNAL, "sp_block_op_init: the last forward pass has %d rows, not %d copies x %d",
                         sp_model_rows(m), copies, len);
     const sp_config *cfg = sp_model_config(m);
-    const sp_backend *be = sp_model_backend(m);
     *op = (sp_block_op){.m = m, .copies = copies, .len = len, .n_streams = sp_config_n_streams(cfg),
                         .d_model = cfg->d_model};
-    const size_t n = (size_t)copies * (size_t)len * (size_t)cfg->d_model;
-    for (int p = 0; p < 2; p++)
-        for (int s = 0; s < op->n_streams; s++)
-            if (!(op->buf[p][s] = be->alloc(n * sizeof(sp_real), "block Jacobian vectors"))) {
-                sp_block_op_free(op);
-                return SP_ERR_NOMEM;
-            }
-    op->stage = sp_malloc(n * sizeof *op->stage, "block Jacobian staging");
-    if (!op->stage) {
-        sp_block_op_free(op);
-        return SP_ERR_NOMEM;
+    return SP_OK;
+}
+
+/* Elements of one stream over the copies: a segment of a vector block. */
+static size_t segment_elems(const sp_block_op *op)
+{
+    return (size_t)op->copies * (size_t)op->len * (size_t)op->d_model;
+}
+
+/* The stream pointers of a vector block. */
+static void streams_of(const sp_block_op *op, const sp_real *block, sp_real *streams[2])
+{
+    for (int s = 0; s < op->n_streams; s++)
+        streams[s] = (sp_real *)block + (size_t)s * segment_elems(op);
+}
+
+/* y = J x (transpose 0, blocks first..last-1 forward) or x = J^T y (transpose 1, backward), whole
+ * blocks of copies vectors; the intermediate vectors of a chain ping-pong between op->chain. */
+static sp_status run_chain(sp_block_op *op, int transpose, const sp_real *in, sp_real *out)
+{
+    const sp_backend *be = sp_model_backend(op->m);
+    const size_t bytes = (size_t)op->n_streams * segment_elems(op) * sizeof(sp_real);
+    const int n_blocks = op->last - op->first;
+    if (n_blocks == 0) {
+        be->copy(out, in, bytes);
+        return SP_OK;
+    }
+    for (int i = 0; i < n_blocks - 1 && i < 2; i++)
+        if (!op->chain[i] && !(op->chain[i] = be->alloc(bytes, "block Jacobian chain vectors")))
+            return SP_ERR_NOMEM;
+    const sp_real *from = in;
+    for (int i = 0; i < n_blocks; i++) {
+        sp_real *to = i == n_blocks - 1 ? out : op->chain[i % 2];
+        sp_real *src[2], *dst[2];
+        streams_of(op, from, src);
+        streams_of(op, to, dst);
+        if (transpose)
+            SP_TRY(sp_model_block_vjp(op->m, op->last - 1 - i, (const sp_real *const *)src, dst));
+        else
+            SP_TRY(sp_model_block_jvp(op->m, op->first + i, (const sp_real *const *)src, dst));
+        from = to;
     }
     return SP_OK;
 }
 
-static size_t stream_elems(const sp_block_op *op) { return (size_t)op->len * (size_t)op->d_model; }
-static size_t vector_elems(const sp_block_op *op) { return (size_t)op->n_streams * stream_elems(op); }
-
-/* Host vectors 0..k-1 into copies 0..k-1 of the backend streams; the other copies get zeros. */
-static void put(sp_block_op *op, int k, const double *x, sp_real *const *dst)
+/* k is not needed: the copies past k hold vectors the caller ignores */
+static sp_status op_apply(void *ctx, int k, const sp_real *x, sp_real *y)
 {
-    const size_t per = stream_elems(op), n = vector_elems(op);
-    for (int s = 0; s < op->n_streams; s++) {
-        for (int c = 0; c < op->copies; c++)
-            for (size_t e = 0; e < per; e++)
-                op->stage[(size_t)c * per + e] = c < k ? (sp_real)x[(size_t)c * n + (size_t)s * per + e] : 0;
-        sp_model_backend(op->m)->upload(dst[s], op->stage, (size_t)op->copies * per * sizeof(sp_real));
-    }
+    (void)k;
+    return run_chain(ctx, 0, x, y);
 }
 
-static void get(sp_block_op *op, int k, sp_real *const *src, double *y)
+static sp_status op_apply_t(void *ctx, int k, const sp_real *y, sp_real *x)
 {
-    const size_t per = stream_elems(op), n = vector_elems(op);
-    for (int s = 0; s < op->n_streams; s++) {
-        sp_model_backend(op->m)->download(op->stage, src[s], (size_t)k * per * sizeof(sp_real));
-        for (int c = 0; c < k; c++)
-            for (size_t e = 0; e < per; e++)
-                y[(size_t)c * n + (size_t)s * per + e] = op->stage[(size_t)c * per + e];
-    }
-}
-
-static sp_status op_apply(void *ctx, int k, const double *x, double *y)
-{
-    sp_block_op *op = ctx;
-    int cur = 0;
-    put(op, k, x, op->buf[0]);
-    for (int l = op->first; l < op->last; l++, cur = 1 - cur)
-        SP_TRY(sp_model_block_jvp(op->m, l, (const sp_real *const *)op->buf[cur], op->buf[1 - cur]));
-    get(op, k, op->buf[cur], y);
-    return SP_OK;
-}
-
-static sp_status op_apply_t(void *ctx, int k, const double *y, double *x)
-{
-    sp_block_op *op = ctx;
-    int cur = 0;
-    put(op, k, y, op->buf[0]);
-    for (int l = op->last - 1; l >= op->first; l--, cur = 1 - cur)
-        SP_TRY(sp_model_block_vjp(op->m, l, (const sp_real *const *)op->buf[cur], op->buf[1 - cur]));
-    get(op, k, op->buf[cur], x);
-    return SP_OK;
+    (void)k;
+    return run_chain(ctx, 1, y, x);
 }
 
 sp_linop sp_block_op_linop(sp_block_op *op, int first, int last)
 {
     op->first = first;
     op->last = last;
-    return (sp_linop){.n = (int64_t)vector_elems(op), .max_k = op->copies, .ctx = op, .apply = op_apply,
-                      .apply_t = op_apply_t};
+    return (sp_linop){.be = sp_model_backend(op->m), .n_segments = op->n_streams,
+                      .seg_len = (int64_t)op->len * op->d_model, .max_k = op->copies, .ctx = op,
+                      .apply = op_apply, .apply_t = op_apply_t};
 }
+
+/* Backend buffers of sp_block_token_jacobians. */
+typedef struct {
+    sp_real *tangent, *out; /* vector blocks */
+    sp_real *basis;         /* [S][copies][d]: the tangents' rows at t */
+    sp_real *rows;          /* [copies][S d]: J_t^T rows of one chunk, before widening */
+} token_bufs;
 
 sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, int max_rows, double *jt)
 {
+    const sp_backend *be = sp_model_backend(m);
     const sp_config *cfg = sp_model_config(m);
-    const int d = cfg->d_model, sd = sp_config_n_streams(cfg) * d, t = len - 1;
+    const int d = cfg->d_model, S = sp_config_n_streams(cfg), sd = S * d, t = len - 1;
+    const size_t E = sizeof(sp_real), nn = (size_t)sd * (size_t)sd;
     int copies = max_rows / len;
     copies = copies < 1 ? 1 : copies > sd ? sd : copies;
     SP_TRY(sp_block_forward_copies(m, tokens, len, copies));
     sp_block_op op;
     SP_TRY(sp_block_op_init(&op, m, copies, len));
-    const size_t n = vector_elems(&op), per = stream_elems(&op);
-    double *x = sp_calloc((size_t)copies * n, sizeof *x, "token Jacobian tangents");
-    double *y = x ? sp_malloc((size_t)copies * n * sizeof *y, "token Jacobian products") : NULL;
-    sp_status st = y ? SP_OK : SP_ERR_NOMEM;
-    for (int l = 0; l < cfg->n_layers && st == SP_OK; l++) {
-        sp_linop lin = sp_block_op_linop(&op, l, l + 1);
-        double *jl = jt + (size_t)l * (size_t)sd * (size_t)sd;
-        for (int c0 = 0; c0 < sd && st == SP_OK; c0 += copies) {
-            const int k = sd - c0 < copies ? sd - c0 : copies;
-            /* copy j carries basis vector c0 + j (stream col / d, feature col % d) at position t */
-            for (int j = 0; j < k; j++)
-                x[(size_t)j * n + (size_t)((c0 + j) / d) * per + (size_t)t * d + (size_t)((c0 + j) % d)] = 1;
-            st = lin.apply(lin.ctx, k, x, y);
-            for (int j = 0; j < k; j++) {
-                x[(size_t)j * n + (size_t)((c0 + j) / d) * per + (size_t)t * d + (size_t)((c0 + j) % d)] = 0;
-                for (int row = 0; row < sd && st == SP_OK; row++)
-                    jl[(size_t)row * sd + (size_t)(c0 + j)] =
-                        y[(size_t)j * n + (size_t)(row / d) * per + (size_t)t * d + (size_t)(row % d)];
-            }
+    sp_linop lin = sp_block_op_linop(&op, 0, 1);
+    const size_t per_copy = (size_t)len * (size_t)d, seg = segment_elems(&op);
+    token_bufs b = {sp_linop_alloc_block(&lin, "token Jacobian tangents"),
+                    sp_linop_alloc_block(&lin, "token Jacobian products"),
+                    be->alloc((size_t)copies * (size_t)sd * E, "token Jacobian basis rows"),
+                    be->alloc((size_t)copies * (size_t)sd * E, "token Jacobian rows")};
+    sp_real *host = sp_malloc((size_t)copies * (size_t)sd * E, "token Jacobian basis rows");
+    sp_status st = b.tangent && b.out && b.basis && b.rows && host ? SP_OK : SP_ERR_NOMEM;
+    for (int c0 = 0; c0 < sd && st == SP_OK; c0 += copies) {
+        const int k = sd - c0 < copies ? sd - c0 : copies;
+        /* copy j carries basis vector c0 + j (stream col / d, feature col % d) at position t, copies
+         * past k none; one upload per chunk, spread to the rows at t (the others stay zero) */
+        memset(host, 0, (size_t)copies * (size_t)sd * E);
+        for (int j = 0; j < k; j++)
+            host[(size_t)((c0 + j) / d) * copies * d + (size_t)j * d + (size_t)((c0 + j) % d)] = 1;
+        be->upload(b.basis, host, (size_t)copies * (size_t)sd * E);
+        for (int s = 0; s < S; s++)
+            be->copy_rows(b.tangent + (size_t)s * seg + (size_t)t * d, per_copy * E, b.basis + (size_t)s * copies * d,
+                          (size_t)d * E, (size_t)d * E, (size_t)copies);
+        for (int l = 0; l < cfg->n_layers && st == SP_OK; l++) {
+            lin = sp_block_op_linop(&op, l, l + 1);
+            st = lin.apply(lin.ctx, k, b.tangent, b.out);
+            /* output stream s at t of copy j: entries s d .. s d + d - 1 of column c0 + j of J_t */
+            for (int s = 0; s < S && st == SP_OK; s++)
+                be->copy_rows(b.rows + (size_t)s * d, (size_t)sd * E, b.out + (size_t)s * seg + (size_t)t * d,
+                              per_copy * E, (size_t)d * E, (size_t)k);
+            if (st == SP_OK)
+                be->to_f64((size_t)k * (size_t)sd, b.rows, jt + (size_t)l * nn + (size_t)c0 * sd, 0);
         }
     }
-    free(x);
-    free(y);
+    if (st == SP_OK)
+        st = sp_model_sync(m);
+    sp_real *all[] = {b.tangent, b.out, b.basis, b.rows};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        if (all[i])
+            be->free(all[i]);
+    free(host);
     sp_block_op_free(&op);
     return st;
 }

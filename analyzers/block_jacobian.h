@@ -19,25 +19,29 @@ sp_status sp_block_forward_copies(sp_model *m, const int32_t *tokens, int len, i
 
 typedef struct {
     sp_model *m;
-    int first, last;    /* the blocks [first, last) the operator maps through */
+    int first, last; /* the blocks [first, last) the operator maps through */
     int copies, len, n_streams, d_model;
-    sp_real *buf[2][2]; /* ping-pong backend vectors, per stream [copies * len * d_model] */
-    sp_real *stage;     /* host staging [copies * len * d_model] */
+    sp_real *chain[2]; /* between the blocks of a chain: vector blocks, allocated on first use */
 } sp_block_op;
 
-/* Buffers for the model's last forward pass, which must have been copies x len rows. */
+/* For the model's last forward pass, which must have been copies x len rows. */
 sp_status sp_block_op_init(sp_block_op *op, sp_model *m, int copies, int len);
 void sp_block_op_free(sp_block_op *op); /* safe on a zeroed struct */
-/* The map h_first -> h_last (blocks first..last-1; first == last is the identity); max_k = copies.
- * Valid while op lives and the forward pass stays; a later call re-aims the same op. */
+/* The map h_first -> h_last (blocks first..last-1; first == last is the identity). Its vectors
+ * live in backend memory in the layout of analyzers/linop.h with one segment per stream
+ * (seg_len = len * d_model) and max_k = copies: segment s of a block is stream s over the copies,
+ * [copies * len, d_model], exactly what the model's JVP and VJP read and write, so no product is
+ * staged. Valid while op lives and the forward pass stays; a later call re-aims the same op. */
 sp_linop sp_block_op_linop(sp_block_op *op, int first, int last);
 
 /* J_t = d x_{l+1}[t] / d x_l[t] at t = len - 1 for every block l, around tokens[len] (causal
  * attention: position t sees exactly this prefix). The diagonal block of the sequence Jacobian, so
- * it is exact from JVPs whose tangent is one basis vector at t, read at t. jt gets n_layers
- * matrices of (S d) x (S d), S = n_streams, row-major: row s * d + i is output stream s feature i,
- * column s' * d + j input stream s' feature j. Runs its own forward pass over at most
- * max(max_rows, len) rows, replacing the model's activations. */
+ * it is exact from JVPs whose tangent is one basis vector at t, read at t: the JVP outputs at t are
+ * the columns of J_t, gathered on the backend as the rows of its transpose. jt (backend memory,
+ * fp64) gets n_layers matrices J_t^T of (S d) x (S d), S = n_streams, row-major: row s' * d + j is
+ * the derivative by input stream s' feature j, column s * d + i output stream s feature i (J_t^T
+ * has the singular values of J_t). Runs its own forward pass over at most max(max_rows, len) rows,
+ * replacing the model's activations. */
 sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, int max_rows, double *jt);
 
 #endif

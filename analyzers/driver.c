@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "analyzers/evalset.h"
+#include "analyzers/model_eval.h"
 #include "analyzers/pass.h"
 #include "analyzers/progress.h"
 #include "analyzers/report_csv.h"
@@ -67,7 +68,21 @@ typedef struct {
     void **state;                    /* [n]; active analyzers with state */
     unsigned char *active;           /* [n] */
     double *seconds_pass, *seconds_finish; /* [n] */
+    double *peak_finish_mib;               /* [n]: backend memory peak during each finish() */
+    double peak_pass_mib, peak_mib;        /* during the pass (begin() included); of the whole run */
 } run_state;
+
+/* The backend's memory peak since the last call, MiB, folded into the run's; then a new window. */
+static double take_peak_mib(const sp_backend *be, run_state *rs)
+{
+    size_t in_use, peak;
+    be->mem_stats(&in_use, &peak);
+    be->mem_reset_peak();
+    const double mib = (double)peak / 1048576.0;
+    if (mib > rs->peak_mib)
+        rs->peak_mib = mib;
+    return mib;
+}
 
 static sp_status consume_all(const sp_analysis *a, void *ctx, const sp_act_batch *b)
 {
@@ -88,14 +103,23 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
                             int quiet)
 {
     sp_report *r = a->report;
-    double peak = sp_analyze_peak_rss_mib();
-    SP_TRY(sp_report_set_scalar(r, "run", "n_seqs", a->n_seqs));
-    SP_TRY(sp_report_set_scalar(r, "run", "seq_len", a->seq_len));
-    SP_TRY(sp_report_set_scalar(r, "run", "n_tokens", (double)a->n_seqs * a->seq_len));
-    SP_TRY(sp_report_set_scalar(r, "run", "seconds_input", seconds_input));
+    const double peak_rss = sp_analyze_peak_rss_mib();
+    const struct {
+        const char *key;
+        double value;
+    } sizes[] = {
+        {"n_seqs", a->n_seqs},
+        {"seq_len", a->seq_len},
+        {"n_tokens", (double)a->n_seqs * a->seq_len},
+        {"batch", a->batch},
+        {"seconds_input", seconds_input},
+        {"peak_backend_mib_pass", rs->peak_pass_mib},
+    };
+    for (size_t i = 0; i < SP_ARRAY_LEN(sizes); i++)
+        SP_TRY(sp_report_set_scalar(r, "run", sizes[i].key, sizes[i].value));
     if (!quiet)
-        printf("%-34s %8s\n%-34s %8.3f\n", "stage", "seconds", a->model ? "forward passes" : "dump reads",
-               seconds_input);
+        printf("%-34s %8s %10s\n%-34s %8.3f %10.1f\n", "stage", "seconds", "peak MiB",
+               a->model ? "forward passes (and begin)" : "dump reads (and begin)", seconds_input, rs->peak_pass_mib);
     for (int i = 0; i < rs->n; i++) {
         if (!rs->active[i])
             continue;
@@ -109,14 +133,21 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         }
         snprintf(key, sizeof key, "seconds_finish_%s", name);
         SP_TRY(sp_report_set_scalar(r, "run", key, rs->seconds_finish[i]));
+        snprintf(key, sizeof key, "peak_backend_mib_finish_%s", name);
+        SP_TRY(sp_report_set_scalar(r, "run", key, rs->peak_finish_mib[i]));
         if (!quiet)
-            printf("%-20s %-13s %8.3f\n", name, "(finish)", rs->seconds_finish[i]);
+            printf("%-20s %-13s %8.3f %10.1f\n", name, "(finish)", rs->seconds_finish[i], rs->peak_finish_mib[i]);
     }
     SP_TRY(sp_report_set_scalar(r, "run", "seconds_total", seconds_total));
-    SP_TRY(sp_report_set_scalar(r, "run", "peak_rss_mib", peak));
+    SP_TRY(sp_report_set_scalar(r, "run", "peak_backend_mib", rs->peak_mib));
+    SP_TRY(sp_report_set_scalar(r, "run", "peak_rss_mib", peak_rss));
     if (!quiet)
-        printf("%-34s %8.3f\npeak memory: %.1f MiB (maximum resident set size of the process)\n", "total",
-               seconds_total, peak);
+        printf("%-34s %8.3f\npeak %s memory: %.1f MiB (allocated through the backend: weights, activations, "
+               "accumulators, solver workspaces)\npeak memory: %.1f MiB (maximum resident set size of the process)\n",
+               "total", seconds_total, a->be->name, rs->peak_mib, peak_rss);
+    if (rs->peak_mib > a->opts->max_memory_gib * 1024)
+        fprintf(stderr, "analyze: warning: the peak backend memory %.1f MiB exceeded --max-memory-gib %g\n", rs->peak_mib,
+                a->opts->max_memory_gib);
     return SP_OK;
 }
 
@@ -124,6 +155,7 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
 {
     unsigned load = 0;
     int n_consumers = 0;
+    take_peak_mib(a->be, rs); /* loading the input */
     for (int i = 0; i < rs->n; i++) {
         const sp_analyzer *an = rs->list[i];
         if (!rs->active[i])
@@ -147,6 +179,7 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
     SP_TRY(sp_pass_init(&pass, a, load, quiet));
     a->pass = &pass;
     sp_status st = n_consumers ? sp_pass_run(a, "streaming pass, batch", consume_all, rs) : SP_OK;
+    rs->peak_pass_mib = take_peak_mib(a->be, rs);
     for (int i = 0; i < rs->n && st == SP_OK; i++) {
         if (!rs->active[i])
             continue;
@@ -158,6 +191,7 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
         st = rs->list[i]->finish(a, state);
         a->be->sync();
         rs->seconds_finish[i] = sp_clock_seconds() - t0;
+        rs->peak_finish_mib[i] = take_peak_mib(a->be, rs);
     }
     double seconds_input = pass.seconds_input;
     a->pass = NULL;
@@ -176,7 +210,9 @@ sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int 
     rs.active = sp_malloc((size_t)n, "analyzer states");
     rs.seconds_pass = sp_calloc((size_t)n, sizeof(double), "analyzer times");
     rs.seconds_finish = sp_calloc((size_t)n, sizeof(double), "analyzer times");
-    sp_status st = rs.state && rs.active && rs.seconds_pass && rs.seconds_finish ? SP_OK : SP_ERR_NOMEM;
+    rs.peak_finish_mib = sp_calloc((size_t)n, sizeof(double), "analyzer memory peaks");
+    sp_status st = rs.state && rs.active && rs.seconds_pass && rs.seconds_finish && rs.peak_finish_mib ? SP_OK
+                                                                                                        : SP_ERR_NOMEM;
     if (st == SP_OK) {
         memcpy(rs.active, selected, (size_t)n);
         st = execute(a, &rs, quiet, t_start);
@@ -188,6 +224,7 @@ sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int 
     free(rs.active);
     free(rs.seconds_pass);
     free(rs.seconds_finish);
+    free(rs.peak_finish_mib);
     return st;
 }
 
@@ -290,11 +327,30 @@ static char *options_json(const sp_analyze_job *job, const char *input_kind)
     return text;
 }
 
+/* Cuts the sequences per pass so that the model's activations fit the budget (model_eval.h). */
+static sp_status fit_batch(sp_analysis *a, int quiet)
+{
+    const int fit = sp_eval_fit_copies(a, a->batch, a->seq_len);
+    const double need = (double)sp_model_activation_bytes(a->model, fit ? fit : 1, a->seq_len) / 1048576.0;
+    if (fit == 0)
+        return sp_error(SP_ERR_NOMEM, "the activations of one sequence of %d tokens take %.3g MiB, more than half of "
+                                      "--max-memory-gib %g (raise it or lower --seq-len)",
+                        a->seq_len, need, a->opts->max_memory_gib);
+    if (fit < a->batch && !quiet)
+        fprintf(stderr, "analyze: %d sequence(s) per pass instead of %d, so the activations (%.3g MiB) fit in half of "
+                        "--max-memory-gib %g\n",
+                fit, a->batch, need, a->opts->max_memory_gib);
+    a->batch = fit;
+    return SP_OK;
+}
+
 static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *selected, const char *kind,
                             loaded_input *in, sp_analysis *a)
 {
     a->opts = &job->opts;
     a->batch = job->opts.batch < a->n_seqs ? job->opts.batch : a->n_seqs;
+    if (a->model)
+        SP_TRY(fit_batch(a, job->quiet));
     char *opts = options_json(job, kind);
     if (!opts)
         return sp_error(SP_ERR_NOMEM, "out of memory writing the options");

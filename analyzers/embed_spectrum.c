@@ -7,7 +7,10 @@
  * lambda_min <= 1e-12 lambda_max).
  *
  * Rows are taken in chunks of CHUNK_ROWS: the mean and each chunk's centered cross-product come from
- * be->gemm in sp_real, and are summed over chunks in double on the host. */
+ * be->gemm in sp_real. The mean (d values per chunk) is summed in double on the host; the chunks'
+ * cross-products are widened and summed into an fp64 matrix in backend memory (be->to_f64), whose
+ * eigenvalues come from be->sym_eigvals; only the d eigenvalues cross to the host, where they are
+ * divided by V - 1 (or V). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,7 @@
 typedef struct {
     const sp_backend *be;
     sp_real *ones, *mean, *chunk, *part; /* backend [CHUNK_ROWS], [d], [CHUNK_ROWS, d], [d, d] */
-    sp_real *stage;                      /* host [d, d] */
+    sp_real *stage;                      /* host [d] */
 } cov_scratch;
 
 static void scratch_free(cov_scratch *s)
@@ -41,7 +44,7 @@ static sp_status scratch_init(cov_scratch *s, const sp_backend *be, int d)
     s->mean = be->alloc((size_t)d * sizeof(sp_real), "embedding mean");
     s->chunk = be->alloc((size_t)CHUNK_ROWS * (size_t)d * sizeof(sp_real), "embedding chunk");
     s->part = be->alloc(dd * sizeof(sp_real), "embedding cross-product");
-    s->stage = sp_malloc(dd * sizeof(sp_real), "embedding staging");
+    s->stage = sp_malloc((size_t)d * sizeof(sp_real), "embedding staging");
     if (!s->ones || !s->mean || !s->chunk || !s->part || !s->stage) {
         scratch_free(s);
         return SP_ERR_NOMEM;
@@ -58,8 +61,10 @@ static sp_status scratch_init(cov_scratch *s, const sp_backend *be, int d)
     return SP_OK;
 }
 
-/* cov [d, d] (host, fp64) of the rows of e [V, d] (backend). */
-static sp_status row_covariance(cov_scratch *s, const sp_real *e, int V, int d, int centered, double *cov)
+/* cov [d, d] (backend, fp64, zeroed by the caller) += the cross-products of the rows of e [V, d]
+ * (backend), centered by their mean when asked: the covariance times V - 1 (or the second moment
+ * times V). */
+static sp_status row_cross_products(cov_scratch *s, const sp_real *e, int V, int d, int centered, double *cov)
 {
     const sp_backend *be = s->be;
     const size_t dd = (size_t)d * (size_t)d;
@@ -78,37 +83,48 @@ static sp_status row_covariance(cov_scratch *s, const sp_real *e, int V, int d, 
     be->upload(s->mean, s->stage, (size_t)d * sizeof(sp_real));
     free(mean);
 
-    for (size_t i = 0; i < dd; i++)
-        cov[i] = 0;
     for (int r0 = 0; r0 < V; r0 += CHUNK_ROWS) {
         const int rows = V - r0 < CHUNK_ROWS ? V - r0 : CHUNK_ROWS;
         be->copy(s->chunk, e + (size_t)r0 * d, (size_t)rows * (size_t)d * sizeof(sp_real));
         be->gemm(0, 0, rows, d, 1, -1, s->ones, 1, s->mean, d, 1, s->chunk, d); /* chunk -= 1 m^T */
         be->gemm(1, 0, d, d, rows, 1, s->chunk, d, s->chunk, d, 0, s->part, d);
-        be->download(s->stage, s->part, dd * sizeof(sp_real));
-        for (size_t i = 0; i < dd; i++)
-            cov[i] += s->stage[i];
+        be->to_f64(dd, s->part, cov, 1);
     }
-    const double divisor = centered ? (V > 1 ? V - 1 : 1) : V;
-    for (size_t i = 0; i < dd; i++)
-        cov[i] /= divisor;
     return SP_OK;
+}
+
+/* Eigenvalues, descending, of the covariance (or second moment) of the rows of e into w [d] (host):
+ * the fp64 matrix lives on the backend only while it is decomposed. */
+static sp_status row_spectrum(cov_scratch *s, const sp_real *e, int V, int d, int centered, double *w)
+{
+    const sp_backend *be = s->be;
+    double *cov = be->alloc((size_t)d * (size_t)d * sizeof *cov, "embedding covariance fp64");
+    double *w_dev = cov ? be->alloc((size_t)d * sizeof *w_dev, "embedding eigenvalues") : NULL;
+    sp_status st = w_dev ? row_cross_products(s, e, V, d, centered, cov) : SP_ERR_NOMEM;
+    if (st == SP_OK)
+        st = be->sym_eigvals(d, 1, cov, w_dev);
+    if (st == SP_OK)
+        be->download(w, w_dev, (size_t)d * sizeof *w);
+    if (w_dev)
+        be->free(w_dev);
+    if (cov)
+        be->free(cov);
+    /* dividing the eigenvalues is dividing the matrix */
+    const double divisor = centered ? (V > 1 ? V - 1 : 1) : V;
+    for (int i = 0; st == SP_OK && i < d; i++)
+        w[i] /= divisor;
+    return st;
 }
 
 /* The spectrum of one matrix into the report, arrays and scalars prefixed by `prefix`. */
 static sp_status spectrum(const sp_analysis *a, cov_scratch *s, const sp_real *e, int V, const char *prefix)
 {
     const int d = a->d_model, centered = !a->opts->embed_uncentered;
-    double *cov = sp_malloc((size_t)d * (size_t)d * sizeof *cov, "embedding covariance");
-    double *w = cov ? sp_malloc(2 * (size_t)d * sizeof *w, "embedding eigenvalues") : NULL;
-    if (!w) {
-        free(cov);
+    double *w = sp_malloc(2 * (size_t)d * sizeof *w, "embedding eigenvalues");
+    if (!w)
         return SP_ERR_NOMEM;
-    }
     double *ratio = w + d;
-    sp_status st = row_covariance(s, e, V, d, centered, cov);
-    if (st == SP_OK)
-        st = sp_linalg_sym_eigvals(d, cov, w);
+    sp_status st = row_spectrum(s, e, V, d, centered, w);
     const double median = sp_linalg_median(d, w);
     for (int i = 0; i < d; i++)
         ratio[i] = w[i] / median;
@@ -141,7 +157,6 @@ static sp_status spectrum(const sp_analysis *a, cov_scratch *s, const sp_real *e
         snprintf(name, sizeof name, "%s_%s", prefix, scalars[i].key);
         st = sp_report_set_scalar(a->report, NAME, name, scalars[i].value);
     }
-    free(cov);
     free(w);
     return st;
 }

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/analyzer.h"
 #include "analyzers/block_jacobian.h"
-#include "analyzers/linalg.h"
 #include "analyzers/model_eval.h"
 #include "analyzers/progress.h"
 #include "core/rng.h"
@@ -53,7 +53,7 @@ static uint64_t run_seed(const sp_analysis *a, int kind, int l)
 
 /* The top k singular values of op from a random start, or refined from the start vectors in v
  * (when not NULL; they end as the final right singular vectors). */
-static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, int k, uint64_t seed, double *v,
+static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, int k, uint64_t seed, sp_real *v,
                             double *sigma, double *iters)
 {
     sp_linop_stats stats;
@@ -66,35 +66,59 @@ static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, i
     return SP_OK;
 }
 
-/* The scale a norm divides sum by, over the sequence: sqrt(mean over tokens of the per-token
- * variance over features) for LayerNorm, sqrt(mean of squares) for RMSNorm. NaN without the sum. */
-static sp_status sum_scale(const sp_model *m, int l, const char *slot, int rows, double *scale)
+/* Backend scratch of sum_scale for sums of [rows, d]. */
+typedef struct {
+    sp_real *centered; /* [rows, d] */
+    sp_real *means;    /* [rows] */
+    sp_real *ones;     /* [d] */
+} scale_bufs;
+
+static void scale_bufs_free(const sp_backend *be, scale_bufs *b)
 {
-    *scale = NAN;
+    sp_real *all[] = {b->centered, b->means, b->ones};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        if (all[i])
+            be->free(all[i]);
+}
+
+static sp_status scale_bufs_init(const sp_backend *be, int rows, int d, scale_bufs *b)
+{
+    *b = (scale_bufs){be->alloc((size_t)rows * (size_t)d * sizeof(sp_real), "centered sum"),
+                      be->alloc((size_t)rows * sizeof(sp_real), "sum row means"),
+                      be->alloc((size_t)d * sizeof(sp_real), "ones")};
+    sp_real *ones = sp_malloc((size_t)d * sizeof *ones, "ones");
+    if (!ones || !b->centered || !b->means || !b->ones) {
+        free(ones);
+        scale_bufs_free(be, b);
+        return SP_ERR_NOMEM;
+    }
+    for (int i = 0; i < d; i++)
+        ones[i] = 1;
+    be->upload(b->ones, ones, (size_t)d * sizeof *ones);
+    free(ones);
+    return SP_OK;
+}
+
+/* The scale a norm divides sum by, over the sequence: sqrt(mean over tokens of the per-token
+ * variance over features) for LayerNorm, sqrt(mean of squares) for RMSNorm. NaN without the sum.
+ * On the backend: LayerNorm's row means by a gemm with a ones vector, subtracted by a rank-1 gemm
+ * (two passes, no cancellation), then one sum of squares; only that reduction comes back. */
+static double sum_scale(const sp_model *m, const scale_bufs *b, int l, const char *slot, int rows)
+{
     const sp_real *x = sp_model_slot(m, l, slot);
     if (!x)
-        return SP_OK;
+        return NAN;
+    const sp_backend *be = sp_model_backend(m);
     const sp_config *cfg = sp_model_config(m);
-    const size_t d = (size_t)cfg->d_model, n = (size_t)rows * d;
-    sp_real *host = sp_malloc(n * sizeof *host, "pre-normalization sum");
-    if (!host)
-        return SP_ERR_NOMEM;
-    sp_model_backend(m)->download(host, x, n * sizeof *host);
-    double acc = 0;
-    for (int r = 0; r < rows; r++) {
-        double mean = 0, sq = 0;
-        for (size_t i = 0; i < d; i++)
-            mean += host[r * d + i];
-        mean /= (double)d;
-        for (size_t i = 0; i < d; i++) {
-            double c = host[r * d + i] - (cfg->norm == SP_NORM_LAYERNORM ? mean : 0);
-            sq += c * c;
-        }
-        acc += sq / (double)d;
+    const int d = cfg->d_model;
+    const size_t n = (size_t)rows * (size_t)d;
+    if (cfg->norm == SP_NORM_LAYERNORM) {
+        be->gemm(0, 0, rows, 1, d, (sp_real)(1.0 / d), x, d, b->ones, 1, 0, b->means, 1);
+        be->copy(b->centered, x, n * sizeof *x);
+        be->gemm(0, 0, rows, d, 1, -1, b->means, 1, b->ones, d, 1, b->centered, d);
+        x = b->centered;
     }
-    free(host);
-    *scale = sqrt(acc / rows);
-    return SP_OK;
+    return sqrt(be->sumsq(n, x) / (double)n);
 }
 
 /* sigma_max(d h_L / d h_l) from l = L-1 down to 0. The chain from l starts from J_l^T v, v the top
@@ -102,28 +126,27 @@ static sp_status sum_scale(const sp_model *m, int l, const char *slot, int rows,
  * close for near-identity blocks), which saves most iterations; the last block starts at random. */
 static sp_status measure_end_to_end(const sp_analysis *a, jac_result *j, sp_block_op *op)
 {
-    const size_t n = (size_t)j->S * (size_t)j->T * (size_t)j->d;
-    double *v = sp_malloc(2 * n * sizeof *v, "end-to-end singular vectors");
-    if (!v)
-        return SP_ERR_NOMEM;
-    double *start = v + n;
-    sp_rng rng;
-    sp_rng_seed(&rng, run_seed(a, 2, 0));
-    for (size_t i = 0; i < n; i++)
-        v[i] = sp_rng_normal(&rng);
-    sp_status st = SP_OK;
+    sp_linop last = sp_block_op_linop(op, j->L - 1, j->L);
+    sp_real *v = sp_linop_alloc_block(&last, "end-to-end singular vector");
+    sp_real *start = v ? sp_linop_alloc_block(&last, "end-to-end start vector") : NULL;
+    sp_status st = start ? sp_linop_draw(&last, 1, run_seed(a, 2, 0), v) : SP_ERR_NOMEM;
     for (int l = j->L - 1; l >= 0 && st == SP_OK; l--) {
         if (l < j->L - 1) {
             sp_linop block = sp_block_op_linop(op, l, l + 1);
             st = block.apply_t(block.ctx, 1, v, start);
-            memcpy(v, start, n * sizeof *v);
+            sp_real *swap = v;
+            v = start;
+            start = swap;
         }
         sp_linop chain = sp_block_op_linop(op, l, j->L);
         if (st == SP_OK)
             st = top_values(a, j, &chain, 1, run_seed(a, 2, l + 1), v, &j->e2e[l], &j->e2e_iters[l]);
         step(j);
     }
-    free(v);
+    sp_real *all[] = {v, start};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        if (all[i])
+            a->be->free(all[i]);
     return st;
 }
 
@@ -132,10 +155,13 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
 {
     sp_model *m = a->model;
     SP_TRY(sp_block_forward_copies(m, a->tokens, j->T, 1));
+    scale_bufs bufs;
+    SP_TRY(scale_bufs_init(a->be, j->T, j->d, &bufs));
     for (int l = 0; l < j->L; l++) {
-        SP_TRY(sum_scale(m, l, "sum_a", j->T, &j->sigma_a[l]));
-        SP_TRY(sum_scale(m, l, "sum_z", j->T, &j->sigma_z[l]));
+        j->sigma_a[l] = sum_scale(m, &bufs, l, "sum_a", j->T);
+        j->sigma_z[l] = sum_scale(m, &bufs, l, "sum_z", j->T);
     }
+    scale_bufs_free(a->be, &bufs);
     sp_block_op op;
     SP_TRY(sp_block_op_init(&op, m, 1, j->T));
     sp_status st = SP_OK;
@@ -150,9 +176,18 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
     return st;
 }
 
-/* k copies of the sequence: the top-k singular values of each block. */
+/* k copies of the sequence: the top-k singular values of each block. The k vectors ride on k
+ * copies of the sequence, so k is cut to the copies whose activations fit the memory budget
+ * (a warning says so, and the report's topk array and topk_requested show it). */
 static sp_status measure_topk(const sp_analysis *a, jac_result *j)
 {
+    const int fit = sp_eval_fit_copies(a, j->k, j->T);
+    if (fit < j->k) {
+        fprintf(stderr, "analyze: warning: jacobian: --topk %d needs %d copies of the %d-token sequence; %d fit in "
+                        "half of --max-memory-gib %g: computing the top %d\n",
+                j->k, j->k, j->T, fit, a->opts->max_memory_gib, fit);
+        j->k = fit; /* fit >= 1: the pass already ran batches of seq_len >= T tokens */
+    }
     SP_TRY(sp_block_forward_copies(a->model, a->tokens, j->T, j->k));
     sp_block_op op;
     SP_TRY(sp_block_op_init(&op, a->model, j->k, j->T));
@@ -194,43 +229,42 @@ static sp_status draw_positions(const sp_analysis *a, jac_result *j)
     return SP_OK;
 }
 
-/* J_t at every drawn position, all blocks at once, then its spectral and normalized Frobenius norms. */
+/* J_t at every drawn position, all blocks at once, then its spectral and normalized Frobenius norms:
+ * one batched SVD over the blocks per position, only the singular values come back. */
 static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
 {
     SP_TRY(draw_positions(a, j));
+    const sp_backend *be = a->be;
     const int n = j->S * j->d;
-    const size_t nn = (size_t)n * (size_t)n;
+    const size_t nn = (size_t)n * (size_t)n, n_values = (size_t)j->L * (size_t)n;
     int max_rows = a->batch * a->seq_len;
-    double *jt = sp_malloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
-    double *s = jt ? sp_malloc((size_t)n * sizeof *s, "token-local singular values") : NULL;
+    double *jt = be->alloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
+    double *s_dev = jt ? be->alloc(n_values * sizeof *s_dev, "token-local singular values") : NULL;
+    double *s = s_dev ? sp_malloc(n_values * sizeof *s, "token-local singular values") : NULL;
     sp_status st = s ? SP_OK : SP_ERR_NOMEM;
     for (int i = 0; i < j->n_tok && st == SP_OK; i++) {
         const int t = (int)j->tok_pos[i];
         st = sp_block_token_jacobians(a->model, a->tokens, t + 1, max_rows, jt);
-        for (int l = 0; l < j->L && st == SP_OK; l++) {
-            st = sp_linalg_singvals(n, n, jt + (size_t)l * nn, s);
+        if (st == SP_OK)
+            st = be->singvals(n, n, j->L, jt, s_dev);
+        if (st != SP_OK)
+            break;
+        be->download(s, s_dev, n_values * sizeof *s);
+        for (int l = 0; l < j->L; l++) {
+            const double *sl = s + (size_t)l * n;
             double ss = 0;
             for (int e = 0; e < n; e++)
-                ss += s[e] * s[e];
-            j->tok_sigma[(size_t)l * j->n_tok + i] = s[0];
+                ss += sl[e] * sl[e];
+            j->tok_sigma[(size_t)l * j->n_tok + i] = sl[0];
             j->tok_frob[(size_t)l * j->n_tok + i] = sqrt(ss / n);
         }
         step(j);
     }
-    free(jt);
+    if (jt)
+        be->free(jt);
+    if (s_dev)
+        be->free(s_dev);
     free(s);
-    return st;
-}
-
-/* ||x y||_2 for x [rows, inner] and y [inner, cols], row-major, fp64. */
-static sp_status product_norm(int rows, int inner, int cols, const double *x, const double *y, double *norm)
-{
-    double *p = sp_malloc((size_t)rows * (size_t)cols * sizeof *p, "weight product");
-    if (!p)
-        return SP_ERR_NOMEM;
-    sp_linalg_matmul(rows, cols, inner, x, y, p);
-    sp_status st = sp_linalg_spectral_norm(rows, cols, p, norm);
-    free(p);
     return st;
 }
 
@@ -241,42 +275,97 @@ static int block_param(const sp_model *m, int l, const char *leaf)
     return sp_model_find_param(m, name);
 }
 
-/* W_V expanded to one [head_dim, d] block per query head (grouped-query heads share a kv head), so
- * W_O W_V' is the value path of attention with every token attending to itself. */
-static double *expand_wv(const sp_config *cfg, const double *wv)
+/* Parameter blocks/<l>/<leaf>, which must hold numel elements, widened into dst (backend fp64). */
+static sp_status widen_param(sp_model *m, int l, const char *leaf, size_t numel, double *dst)
 {
-    const int d = cfg->d_model, hd = sp_config_head_dim(cfg), group = cfg->n_heads / cfg->n_kv_heads;
-    double *out = sp_malloc((size_t)d * (size_t)d * sizeof *out, "expanded W_V");
-    if (out)
-        for (int h = 0; h < cfg->n_heads; h++)
-            memcpy(out + (size_t)h * hd * d, wv + (size_t)(h / group) * hd * d, (size_t)hd * d * sizeof *out);
-    return out;
+    const int i = block_param(m, l, leaf);
+    if (i < 0 || sp_param_numel(sp_model_param_spec(m, i)) != numel)
+        return sp_error(SP_ERR_INTERNAL, "jacobian: parameter blocks/%d/%s is missing or not of %zu elements", l, leaf,
+                        numel);
+    sp_model_backend(m)->to_f64(numel, sp_model_param(m, i), dst, 0);
+    return SP_OK;
 }
 
-static sp_status weight_terms(const sp_analysis *a, jac_result *j, int l)
+/* W_V expanded to one [head_dim, d] block per query head (grouped-query heads share a kv head), so
+ * W_O W_V' is the value path of attention with every token attending to itself. Query heads
+ * g, g + group, g + 2 group, ... read kv heads 0, 1, 2, ...: one strided copy per g. */
+static void expand_wv(const sp_backend *be, const sp_config *cfg, const double *wv, double *out)
+{
+    const int group = cfg->n_heads / cfg->n_kv_heads;
+    const size_t head = (size_t)sp_config_head_dim(cfg) * (size_t)cfg->d_model * sizeof *wv;
+    for (int g = 0; g < group; g++)
+        be->copy_rows((unsigned char *)out + (size_t)g * head, (size_t)group * head, wv, head, head,
+                      (size_t)cfg->n_kv_heads);
+}
+
+/* Backend fp64 scratch of weight_terms. */
+typedef struct {
+    double *left, *right; /* the factors of one product, widened */
+    double *wv;           /* W_V as stored, widened */
+    double *prod;         /* [L, d, d]: the product of every block */
+    double *s_dev;        /* [L, d] */
+    double *s;            /* host [L, d] */
+} weight_bufs;
+
+typedef enum { PRODUCT_W2W1, PRODUCT_W2W3, PRODUCT_WOWV } product_kind;
+
+/* The spectral norm of one weight product of every block, into norm[L]: fp64 products on the
+ * backend, one SVD batched over the blocks. */
+static sp_status product_norms(sp_model *m, const weight_bufs *b, product_kind kind, double *norm)
+{
+    const sp_backend *be = sp_model_backend(m);
+    const sp_config *cfg = sp_model_config(m);
+    const int d = cfg->d_model, L = cfg->n_layers, inner = kind == PRODUCT_WOWV ? d : cfg->d_ff;
+    const size_t dd = (size_t)d * (size_t)d, d_inner = (size_t)d * (size_t)inner;
+    for (int l = 0; l < L; l++) {
+        if (kind == PRODUCT_WOWV) {
+            SP_TRY(widen_param(m, l, "attn/wo", dd, b->left));
+            SP_TRY(widen_param(m, l, "attn/wv", (size_t)cfg->n_kv_heads * (size_t)sp_config_head_dim(cfg) * d, b->wv));
+            expand_wv(be, cfg, b->wv, b->right);
+        } else {
+            SP_TRY(widen_param(m, l, "ffn/w2", d_inner, b->left));
+            SP_TRY(widen_param(m, l, kind == PRODUCT_W2W1 ? "ffn/w1" : "ffn/w3", d_inner, b->right));
+        }
+        be->gemm_f64(0, 0, d, d, inner, 1.0, b->left, inner, b->right, d, 0.0, b->prod + (size_t)l * dd, d);
+    }
+    SP_TRY(be->singvals(d, d, L, b->prod, b->s_dev));
+    be->download(b->s, b->s_dev, (size_t)L * (size_t)d * sizeof *b->s);
+    for (int l = 0; l < L; l++)
+        norm[l] = b->s[(size_t)l * d];
+    return sp_model_sync(m);
+}
+
+/* ||W_2 W_1||, ||W_2 W_3|| (SwiGLU; NaN for GELU), ||W_O W_V'|| of every block, and the bound. */
+static sp_status weight_terms(const sp_analysis *a, jac_result *j)
 {
     sp_model *m = a->model;
+    const sp_backend *be = a->be;
     const sp_config *cfg = sp_model_config(m);
-    const int d = cfg->d_model, dff = cfg->d_ff, i3 = block_param(m, l, "ffn/w3");
-    double *w1 = sp_eval_param_f64(m, block_param(m, l, "ffn/w1"));
-    double *w2 = sp_eval_param_f64(m, block_param(m, l, "ffn/w2"));
-    double *w3 = i3 >= 0 ? sp_eval_param_f64(m, i3) : NULL;
-    double *wo = sp_eval_param_f64(m, block_param(m, l, "attn/wo"));
-    double *wv = sp_eval_param_f64(m, block_param(m, l, "attn/wv"));
-    double *wv_full = wv ? expand_wv(cfg, wv) : NULL;
-    sp_status st = w1 && w2 && (w3 || i3 < 0) && wo && wv_full ? SP_OK : SP_ERR_NOMEM;
+    const size_t d = (size_t)cfg->d_model, dff = (size_t)cfg->d_ff, L = (size_t)j->L;
+    const size_t factor = d * (dff > d ? dff : d);
+    weight_bufs b = {be->alloc(factor * sizeof(double), "weight product factor"),
+                     be->alloc(factor * sizeof(double), "weight product factor"),
+                     be->alloc((size_t)cfg->n_kv_heads * (size_t)sp_config_head_dim(cfg) * d * sizeof(double), "W_V"),
+                     be->alloc(L * d * d * sizeof(double), "weight products"),
+                     be->alloc(L * d * sizeof(double), "weight product singular values"),
+                     sp_malloc(L * d * sizeof(double), "weight product singular values")};
+    sp_status st = b.left && b.right && b.wv && b.prod && b.s_dev && b.s ? SP_OK : SP_ERR_NOMEM;
+    for (int l = 0; l < j->L; l++)
+        j->w2w3[l] = NAN;
     if (st == SP_OK)
-        st = product_norm(d, dff, d, w2, w1, &j->w2w1[l]);
-    j->w2w3[l] = NAN;
-    if (st == SP_OK && w3)
-        st = product_norm(d, dff, d, w2, w3, &j->w2w3[l]);
+        st = product_norms(m, &b, PRODUCT_W2W1, j->w2w1);
+    if (st == SP_OK && block_param(m, 0, "ffn/w3") >= 0)
+        st = product_norms(m, &b, PRODUCT_W2W3, j->w2w3);
     if (st == SP_OK)
-        st = product_norm(d, d, d, wo, wv_full, &j->wo_wv[l]);
+        st = product_norms(m, &b, PRODUCT_WOWV, j->wo_wv);
     /* NaN (no sum) propagates: the bound exists where the block has both sums */
-    j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
-    double *all[] = {w1, w2, w3, wo, wv, wv_full};
-    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
-        free(all[i]);
+    for (int l = 0; l < j->L; l++)
+        j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
+    double *dev[] = {b.left, b.right, b.wv, b.prod, b.s_dev};
+    for (size_t i = 0; i < SP_ARRAY_LEN(dev); i++)
+        if (dev[i])
+            be->free(dev[i]);
+    free(b.s);
     return st;
 }
 
@@ -382,6 +471,8 @@ static sp_status write_result(const sp_analysis *a, const jac_result *j)
         {"sigma_z_mean", mean_of(L, j->sigma_z, 1)},
         {"bound_over_sigma_max_mean", n_bound ? ratio_sum / n_bound : NAN},
         {"not_converged", j->not_converged},
+        {"topk", j->k},
+        {"topk_requested", a->opts->topk},
         {"seq_len", j->T},
         {"n_token_positions", nt},
     };
@@ -417,8 +508,8 @@ static sp_status jacobian_finish(const sp_analysis *a, void *state)
 
     sp_progress_start(&j.progress, NAME, a->quiet);
     sp_status st = measure_sequence(a, &j);
-    for (int l = 0; l < j.L && st == SP_OK; l++)
-        st = weight_terms(a, &j, l);
+    if (st == SP_OK)
+        st = weight_terms(a, &j);
     if (st == SP_OK)
         st = measure_topk(a, &j);
     if (st == SP_OK)

@@ -1,43 +1,19 @@
 #include "analyzers/linalg.h"
 
-#include <cblas.h>
-#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void reverse(int n, double *x)
-{
-    for (int i = 0, j = n - 1; i < j; i++, j--) {
-        double t = x[i];
-        x[i] = x[j];
-        x[j] = t;
-    }
-}
+#include "kernels/backend.h"
 
-sp_status sp_linalg_sym_eigvals(int n, double *a, double *w)
-{
-    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', n, a, n, w);
-    if (info != 0)
-        return sp_error(SP_ERR_NUMERIC, "symmetric eigenvalues of a %d x %d matrix failed (LAPACK dsyevd info %d)", n, n,
-                        (int)info);
-    reverse(n, w); /* LAPACK returns ascending order */
-    return SP_OK;
-}
+/* The host matrices go through the CPU backend's LAPACK ops (its memory is host memory). */
+sp_status sp_linalg_sym_eigvals(int n, double *a, double *w) { return sp_backend_cpu()->sym_eigvals(n, 1, a, w); }
 
-sp_status sp_linalg_singvals(int m, int n, double *a, double *s)
-{
-    /* no vectors are computed, but LAPACKE's row-major path checks ldvt >= n all the same */
-    lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', m, n, a, n, s, NULL, m, NULL, n);
-    if (info != 0)
-        return sp_error(SP_ERR_NUMERIC, "singular values of a %d x %d matrix failed (LAPACK dgesdd info %d)", m, n,
-                        (int)info);
-    return SP_OK; /* already descending */
-}
+sp_status sp_linalg_singvals(int m, int n, double *a, double *s) { return sp_backend_cpu()->singvals(m, n, 1, a, s); }
 
 void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+    sp_backend_cpu()->gemm_f64(0, 0, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
 }
 
 sp_status sp_linalg_spectral_norm(int m, int n, double *a, double *norm)

@@ -1,5 +1,6 @@
 #include "analyzers/linop.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,60 +11,166 @@
 /* Below this fraction of sigma_1 an estimate is numerically zero: it takes no part in the stop rule. */
 #define SP_LINOP_ZERO 1e-12
 
-static double dot(int64_t n, const double *x, const double *y)
+int64_t sp_linop_len(const sp_linop *op) { return (int64_t)op->n_segments * op->seg_len; }
+
+/* Segment s of vector j of block x. */
+static sp_real *segment(const sp_linop *op, const sp_real *x, int j, int s)
 {
-    double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += x[i] * y[i];
-    return s;
+    return (sp_real *)x + ((size_t)s * (size_t)op->max_k + (size_t)j) * (size_t)op->seg_len;
 }
 
-static void fill_normal(sp_rng *rng, int64_t n, double *x)
+static double vec_dot(const sp_linop *op, const sp_real *x, int i, const sp_real *y, int j)
 {
-    for (int64_t i = 0; i < n; i++)
-        x[i] = sp_rng_normal(rng);
+    double sum = 0;
+    for (int s = 0; s < op->n_segments; s++)
+        sum += op->be->dot((size_t)op->seg_len, segment(op, x, i, s), segment(op, y, j, s));
+    return sum;
 }
 
-/* Orthonormalizes the k columns of v (column j at v + j n) in place by modified Gram-Schmidt, two
- * passes. A column that loses almost all of its norm to the previous ones (J^T J rank-deficient on
- * the subspace) is replaced by a fresh random vector, orthonormalized the same way. */
-static sp_status orthonormalize(int64_t n, int k, double *v, sp_rng *rng)
+/* vector j of y -= c * vector i of x */
+static void vec_sub(const sp_linop *op, double c, const sp_real *x, int i, sp_real *y, int j)
 {
+    for (int s = 0; s < op->n_segments; s++)
+        op->be->axpby((size_t)op->seg_len, (sp_real)-c, segment(op, x, i, s), 1, segment(op, y, j, s));
+}
+
+static void vec_scale(const sp_linop *op, double a, sp_real *x, int j)
+{
+    for (int s = 0; s < op->n_segments; s++)
+        op->be->scale((size_t)op->seg_len, (sp_real)a, segment(op, x, j, s));
+}
+
+/* host[n] into vector j of block x */
+static void vec_upload(const sp_linop *op, const sp_real *host, sp_real *x, int j)
+{
+    for (int s = 0; s < op->n_segments; s++)
+        op->be->upload(segment(op, x, j, s), host + (size_t)s * (size_t)op->seg_len,
+                       (size_t)op->seg_len * sizeof *host);
+}
+
+static void fill_normal(sp_rng *rng, int64_t n, sp_real *x)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (sp_real)sp_rng_normal(rng);
+}
+
+sp_real *sp_linop_alloc_block(const sp_linop *op, const char *what)
+{
+    size_t bytes;
+    if (sp_size_mul3((size_t)op->n_segments * (size_t)op->max_k, (size_t)op->seg_len, sizeof(sp_real), &bytes, what) !=
+        SP_OK)
+        return NULL;
+    return op->be->alloc(bytes, what);
+}
+
+sp_status sp_linop_draw(const sp_linop *op, int k, uint64_t seed, sp_real *x)
+{
+    const int64_t n = sp_linop_len(op);
+    sp_real *host = sp_malloc((size_t)n * sizeof *host, "subspace iteration start vector");
+    if (!host)
+        return SP_ERR_NOMEM;
+    sp_rng rng;
+    sp_rng_seed(&rng, seed);
     for (int j = 0; j < k; j++) {
-        double *vj = v + j * n;
+        fill_normal(&rng, n, host);
+        vec_upload(op, host, x, j);
+    }
+    free(host);
+    return SP_OK;
+}
+
+/* What one iteration run holds besides its blocks. */
+typedef struct {
+    const sp_linop *op;
+    int k;
+    double *wide;     /* backend [k, seg_len]: one segment of the k vectors, widened to fp64 */
+    double *gram_dev; /* backend [k, k] */
+    double *gram;     /* host [k, k] */
+    double *prev;     /* host [k]: the previous estimates */
+    sp_real *redraw;  /* host [n], allocated on the first replacement */
+    sp_rng rng;
+} work;
+
+static void work_free(work *w)
+{
+    if (w->wide)
+        w->op->be->free(w->wide);
+    if (w->gram_dev)
+        w->op->be->free(w->gram_dev);
+    free(w->gram);
+    free(w->redraw);
+}
+
+static sp_status work_init(work *w, const sp_linop *op, int k, uint64_t seed)
+{
+    *w = (work){.op = op, .k = k};
+    sp_rng_seed(&w->rng, seed);
+    const size_t kk = (size_t)k * (size_t)k;
+    w->wide = op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->wide, "subspace iteration fp64 vectors");
+    w->gram_dev = w->wide ? op->be->alloc(kk * sizeof *w->gram_dev, "subspace iteration Gram") : NULL;
+    w->gram = w->gram_dev ? sp_malloc((kk + (size_t)k) * sizeof *w->gram, "subspace iteration Gram") : NULL;
+    if (!w->gram) {
+        work_free(w);
+        return SP_ERR_NOMEM;
+    }
+    w->prev = w->gram + kk;
+    return SP_OK;
+}
+
+/* w->gram = X^T X over vectors 0..k-1 of block x, in fp64 on the backend: one download. */
+static void gram_of(work *w, const sp_real *x)
+{
+    const sp_linop *op = w->op;
+    const int k = w->k, len = (int)op->seg_len;
+    for (int s = 0; s < op->n_segments; s++) {
+        op->be->to_f64((size_t)k * (size_t)len, segment(op, x, 0, s), w->wide, 0);
+        op->be->gemm_f64(0, 1, k, k, len, 1.0, w->wide, len, w->wide, len, s ? 1.0 : 0.0, w->gram_dev, k);
+    }
+    op->be->download(w->gram, w->gram_dev, (size_t)k * (size_t)k * sizeof *w->gram);
+}
+
+/* Orthonormalizes vectors 0..k-1 of block v in place by modified Gram-Schmidt, two passes. A vector
+ * that loses almost all of its norm to the previous ones (J^T J rank-deficient on the subspace) is
+ * replaced by a fresh random vector, orthonormalized the same way. */
+static sp_status orthonormalize(work *w, sp_real *v)
+{
+    const sp_linop *op = w->op;
+    const int64_t n = sp_linop_len(op);
+    gram_of(w, v); /* every starting norm in one reduction: vector j is untouched until its turn */
+    for (int j = 0; j < w->k; j++) {
+        double before = sqrt(w->gram[(size_t)j * w->k + j]);
         for (int attempt = 0;; attempt++) {
-            double before = sqrt(dot(n, vj, vj));
             for (int pass = 0; pass < 2; pass++)
-                for (int i = 0; i < j; i++) {
-                    double c = dot(n, v + i * n, vj);
-                    for (int64_t e = 0; e < n; e++)
-                        vj[e] -= c * v[i * n + e];
-                }
-            double after = sqrt(dot(n, vj, vj));
+                for (int i = 0; i < j; i++)
+                    vec_sub(op, vec_dot(op, v, i, v, j), v, i, v, j);
+            double after = j == 0 ? before : sqrt(vec_dot(op, v, j, v, j));
             if (after > 1e-10 * before && after > 0) {
-                for (int64_t e = 0; e < n; e++)
-                    vj[e] /= after;
+                vec_scale(op, 1 / after, v, j);
                 break;
             }
-            if (attempt == 8) /* a random draw is independent of j < n columns with probability 1 */
+            if (attempt == 8) /* a random draw is independent of j < n vectors with probability 1 */
                 return sp_error(SP_ERR_NUMERIC, "subspace iteration: cannot extend %d orthonormal vectors of length %lld",
                                 j, (long long)n);
-            fill_normal(rng, n, vj);
+            if (!w->redraw && !(w->redraw = sp_malloc((size_t)n * sizeof *w->redraw, "subspace iteration redraw")))
+                return SP_ERR_NOMEM;
+            fill_normal(&w->rng, n, w->redraw);
+            vec_upload(op, w->redraw, v, j);
+            before = sqrt(vec_dot(op, v, j, v, j));
         }
     }
     return SP_OK;
 }
 
 /* The singular-value estimates from U = J V: square roots of the eigenvalues of U^T U. */
-static sp_status ritz_values(int64_t n, int k, const double *u, double *gram, double *sigma)
+static sp_status ritz_values(work *w, const sp_real *u, double *sigma)
 {
-    for (int i = 0; i < k; i++)
-        for (int j = i; j < k; j++) {
-            gram[i * k + j] = gram[j * k + i] = dot(n, u + i * n, u + j * n);
-            if (!isfinite(gram[i * k + j]))
-                return sp_error(SP_ERR_NUMERIC, "subspace iteration: the map gave non-finite values (product %d)", j + 1);
-        }
-    SP_TRY(sp_linalg_sym_eigvals(k, gram, sigma));
+    const int k = w->k;
+    gram_of(w, u);
+    for (int i = 0; i < k * k; i++)
+        if (!isfinite(w->gram[i]))
+            return sp_error(SP_ERR_NUMERIC, "subspace iteration: the map gave non-finite values (product %d)",
+                            i % k + 1);
+    SP_TRY(sp_linalg_sym_eigvals(k, w->gram, sigma));
     for (int i = 0; i < k; i++)
         sigma[i] = sigma[i] > 0 ? sqrt(sigma[i]) : 0;
     return SP_OK;
@@ -77,39 +184,33 @@ static int settled(int k, const double *sigma, const double *prev, double tol)
     return 1;
 }
 
-static sp_status check_args(const sp_linop *op, int k, int max_iters, size_t *len)
+static sp_status check_args(const sp_linop *op, int k, int max_iters)
 {
-    if (k < 1 || k > op->max_k || k > op->n || max_iters < 1)
-        return sp_error(SP_ERR_INTERNAL, "subspace iteration: k = %d with max_k %d, n %lld, max_iters %d", k, op->max_k,
-                        (long long)op->n, max_iters);
-    return sp_size_mul((size_t)op->n, (size_t)k, len, "subspace iteration vectors");
+    if (k < 1 || k > op->max_k || k > sp_linop_len(op) || max_iters < 1 || op->n_segments < 1 ||
+        op->seg_len < 1 || op->seg_len > INT_MAX)
+        return sp_error(SP_ERR_INTERNAL,
+                        "subspace iteration: k = %d with max_k %d, %d segments of %lld elements, max_iters %d", k,
+                        op->max_k, op->n_segments, (long long)op->seg_len, max_iters);
+    return SP_OK;
 }
 
-sp_status sp_linop_refine_singvals(const sp_linop *op, int k, int max_iters, double tol, uint64_t seed, double *v,
+sp_status sp_linop_refine_singvals(const sp_linop *op, int k, int max_iters, double tol, uint64_t seed, sp_real *v,
                                    double *sigma, sp_linop_stats *stats)
 {
-    const int64_t n = op->n;
-    size_t len;
-    SP_TRY(check_args(op, k, max_iters, &len));
-    double *u = sp_malloc(len * sizeof *u, "subspace iteration U");
-    double *small = u ? sp_malloc((size_t)k * (size_t)(k + 1) * sizeof *small, "subspace iteration Gram") : NULL;
-    if (!small) {
-        free(u);
-        return SP_ERR_NOMEM;
-    }
-    double *gram = small, *prev = small + (size_t)k * (size_t)k;
-    sp_rng rng;
-    sp_rng_seed(&rng, seed);
-    sp_status st = orthonormalize(n, k, v, &rng);
+    SP_TRY(check_args(op, k, max_iters));
+    work w;
+    SP_TRY(work_init(&w, op, k, seed));
+    sp_real *u = sp_linop_alloc_block(op, "subspace iteration U");
+    sp_status st = u ? orthonormalize(&w, v) : SP_ERR_NOMEM;
     *stats = (sp_linop_stats){0};
     for (int it = 1; it <= max_iters && st == SP_OK; it++) {
         st = op->apply(op->ctx, k, v, u);
         if (st == SP_OK)
-            st = ritz_values(n, k, u, gram, sigma);
+            st = ritz_values(&w, u, sigma);
         if (st != SP_OK)
             break;
         stats->iters = it;
-        if (it > 1 && settled(k, sigma, prev, tol)) {
+        if (it > 1 && settled(k, sigma, w.prev, tol)) {
             stats->converged = 1;
             break;
         }
@@ -119,28 +220,27 @@ sp_status sp_linop_refine_singvals(const sp_linop *op, int k, int max_iters, dou
         }
         if (it == max_iters)
             break;
-        memcpy(prev, sigma, (size_t)k * sizeof *sigma);
+        memcpy(w.prev, sigma, (size_t)k * sizeof *sigma);
         st = op->apply_t(op->ctx, k, u, v);
         if (st == SP_OK)
-            st = orthonormalize(n, k, v, &rng);
+            st = orthonormalize(&w, v);
     }
-    free(u);
-    free(small);
+    if (u)
+        op->be->free(u);
+    work_free(&w);
     return st;
 }
 
 sp_status sp_linop_top_singvals(const sp_linop *op, int k, int max_iters, double tol, uint64_t seed, double *sigma,
                                 sp_linop_stats *stats)
 {
-    size_t len;
-    SP_TRY(check_args(op, k, max_iters, &len));
-    double *v = sp_malloc(len * sizeof *v, "subspace iteration V");
+    SP_TRY(check_args(op, k, max_iters));
+    sp_real *v = sp_linop_alloc_block(op, "subspace iteration V");
     if (!v)
         return SP_ERR_NOMEM;
-    sp_rng rng;
-    sp_rng_seed(&rng, seed);
-    fill_normal(&rng, (int64_t)len, v);
-    sp_status st = sp_linop_refine_singvals(op, k, max_iters, tol, seed + 1, v, sigma, stats);
-    free(v);
+    sp_status st = sp_linop_draw(op, k, seed, v);
+    if (st == SP_OK)
+        st = sp_linop_refine_singvals(op, k, max_iters, tol, seed + 1, v, sigma, stats);
+    op->be->free(v);
     return st;
 }

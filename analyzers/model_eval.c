@@ -47,3 +47,21 @@ double *sp_eval_param_f64(const sp_model *m, int i)
     free(host);
     return out;
 }
+
+double sp_eval_activation_budget(const sp_analysis *a) { return a->opts->max_memory_gib * 1073741824.0 / 2; }
+
+int sp_eval_fit_copies(const sp_analysis *a, int want, int seq_len)
+{
+    const double budget = sp_eval_activation_budget(a);
+    if ((double)sp_model_activation_bytes(a->model, 1, seq_len) > budget)
+        return 0;
+    int lo = 1, hi = want; /* activation bytes grow with the copies: the largest that fits */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if ((double)sp_model_activation_bytes(a->model, mid, seq_len) <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}

@@ -17,6 +17,13 @@ sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, doubl
 /* The token-weighted mean loss over the first n_batches batches. */
 sp_status sp_eval_mean_loss(const sp_analysis *a, int n_batches, double *loss);
 
+/* The most copies (1..want) of a seq_len-token sequence whose forward + backward activations fit
+ * in half of the --max-memory-gib budget (sp_model_activation_bytes); 0 when not even one does.
+ * The other half holds the weights, gradients and accumulators (docs/analyze.md, "Memory"). */
+int sp_eval_fit_copies(const sp_analysis *a, int want, int seq_len);
+/* The activation budget in bytes: half of --max-memory-gib. */
+double sp_eval_activation_budget(const sp_analysis *a);
+
 /* A malloc'd float64 host copy of parameter i (NULL + SP_ERR_NOMEM recorded on failure). */
 double *sp_eval_param_f64(const sp_model *m, int i);
 

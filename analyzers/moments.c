@@ -5,23 +5,16 @@
 
 #include "analyzers/dev_bufs.h"
 
-/* Elements downloaded at a time when partial sums move to the host. */
-#define FLUSH_CHUNK 65536
-
-/* total[i] += part[i] for n elements of backend memory. Accumulators restart with beta 0 after a
- * drain, so part need not be cleared. */
-static sp_status drain(const sp_backend *be, sp_real *part, size_t n, double *total)
+/* total[i] += part[i] for the n column sums in backend memory. Accumulators restart with beta 0
+ * after a drain, so part need not be cleared. */
+static sp_status drain(const sp_backend *be, const sp_real *part, size_t n, double *total)
 {
-    size_t chunk = n < FLUSH_CHUNK ? n : FLUSH_CHUNK;
-    sp_real *host = sp_malloc((chunk ? chunk : 1) * sizeof *host, "moment staging");
+    sp_real *host = sp_malloc((n ? n : 1) * sizeof *host, "column sums staging");
     if (!host)
         return SP_ERR_NOMEM;
-    for (size_t at = 0; at < n; at += chunk) {
-        size_t k = n - at < chunk ? n - at : chunk;
-        be->download(host, part + at, k * sizeof *host);
-        for (size_t i = 0; i < k; i++)
-            total[at + i] += host[i];
-    }
+    be->download(host, part, n * sizeof *host);
+    for (size_t i = 0; i < n; i++)
+        total[i] += host[i];
     free(host);
     return SP_OK;
 }
@@ -108,13 +101,15 @@ void sp_mom_cols_mean(const sp_mom_cols *c, double *mean)
         mean[i] = c->shift_host[i] + (c->n ? c->sum[i] / (double)c->n : 0.0);
 }
 
-sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b)
+/* The accumulator over caller-provided (or NULL: its own) zeroed fp64 totals. */
+static sp_status cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b, double *total)
 {
-    *x = (sp_mom_cross){.be = be, .dim_a = dim_a, .dim_b = dim_b};
+    *x = (sp_mom_cross){.be = be, .dim_a = dim_a, .dim_b = dim_b, .total = total, .owns_total = !total};
     size_t n;
     SP_TRY(sp_size_mul((size_t)dim_a, (size_t)dim_b, &n, "cross-product accumulator"));
     x->part = be->alloc(n * sizeof(sp_real), "cross-product accumulator");
-    x->total = sp_calloc(n, sizeof(double), "cross-product totals");
+    if (x->owns_total)
+        x->total = x->part ? be->alloc(n * sizeof(double), "cross-product fp64 totals") : NULL;
     if (!x->part || !x->total) {
         sp_mom_cross_free(x);
         return SP_ERR_NOMEM;
@@ -122,11 +117,17 @@ sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, in
     return SP_OK;
 }
 
+sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b)
+{
+    return cross_init(x, be, dim_a, dim_b, NULL);
+}
+
 void sp_mom_cross_free(sp_mom_cross *x)
 {
     if (x->be && x->part)
         x->be->free(x->part);
-    free(x->total);
+    if (x->be && x->owns_total && x->total)
+        x->be->free(x->total);
     *x = (sp_mom_cross){0};
 }
 
@@ -134,6 +135,8 @@ sp_status sp_mom_cross_add(sp_mom_cross *x, const sp_real *a, const sp_real *b, 
 {
     if (rows <= 0)
         return SP_OK;
+    if (!x->part)
+        return sp_error(SP_ERR_INTERNAL, "cross-product moments: rows added after the totals were centered");
     if (x->part_rows + rows > SP_MOMENTS_FLUSH_ROWS)
         SP_TRY(sp_mom_cross_flush(x));
     /* part[dim_a, dim_b] += a^T b */
@@ -147,15 +150,102 @@ sp_status sp_mom_cross_flush(sp_mom_cross *x)
 {
     if (x->part_rows == 0)
         return SP_OK;
-    SP_TRY(drain(x->be, x->part, (size_t)x->dim_a * (size_t)x->dim_b, x->total));
+    x->be->to_f64((size_t)x->dim_a * (size_t)x->dim_b, x->part, x->total, 1);
     x->part_rows = 0;
     return SP_OK;
 }
 
-void sp_mom_centered(const sp_mom_cross *x, const sp_mom_cols *a, const sp_mom_cols *b, double *out)
+sp_status sp_mom_cross_download(sp_mom_cross *x, double *host)
 {
-    double inv_n = a->n ? 1.0 / (double)a->n : 0.0;
-    for (int i = 0; i < x->dim_a; i++)
-        for (int j = 0; j < x->dim_b; j++)
-            out[(size_t)i * x->dim_b + j] = x->total[(size_t)i * x->dim_b + j] - a->sum[i] * b->sum[j] * inv_n;
+    SP_TRY(sp_mom_cross_flush(x));
+    x->be->download(host, x->total, (size_t)x->dim_a * (size_t)x->dim_b * sizeof *host);
+    return SP_OK;
+}
+
+sp_status sp_mom_cross_center(sp_mom_cross *x, sp_mom_cols *a, sp_mom_cols *b, double scale)
+{
+    SP_TRY(sp_mom_cols_flush(a));
+    SP_TRY(sp_mom_cols_flush(b));
+    SP_TRY(sp_mom_cross_flush(x));
+    const sp_backend *be = x->be;
+    const size_t na = (size_t)x->dim_a, nb = (size_t)x->dim_b;
+    double *sums = be->alloc((na + nb) * sizeof *sums, "column sums fp64");
+    if (!sums)
+        return SP_ERR_NOMEM;
+    be->upload(sums, a->sum, na * sizeof *sums);
+    be->upload(sums + na, b->sum, nb * sizeof *sums);
+    const double inv_n = a->n ? 1.0 / (double)a->n : 0.0;
+    /* total = scale * total - (scale / n) sum_a sum_b^T: [dim_a, 1] times [1, dim_b] */
+    be->gemm_f64(0, 0, x->dim_a, x->dim_b, 1, -scale * inv_n, sums, 1, sums + na, x->dim_b, scale, x->total,
+                 x->dim_b);
+    be->free(sums);
+    if (x->part)
+        be->free(x->part);
+    x->part = NULL;
+    return SP_OK;
+}
+
+void sp_mom_centered_host(const double *total, const sp_mom_cols *a, const sp_mom_cols *b, double *out)
+{
+    const double inv_n = a->n ? 1.0 / (double)a->n : 0.0;
+    for (int i = 0; i < a->dim; i++)
+        for (int j = 0; j < b->dim; j++)
+            out[(size_t)i * b->dim + j] = total[(size_t)i * b->dim + j] - a->sum[i] * b->sum[j] * inv_n;
+}
+
+sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, int dim)
+{
+    *b = (sp_mom_batch){.be = be, .count = count, .dim = dim};
+    size_t n;
+    SP_TRY(sp_size_mul3((size_t)count, (size_t)dim, (size_t)dim, &n, "batched fp64 totals"));
+    b->totals = be->alloc(n * sizeof(double), "batched fp64 totals");
+    b->cross = sp_calloc((size_t)(count > 0 ? count : 1), sizeof *b->cross, "batched accumulators");
+    if (!b->totals || !b->cross) {
+        sp_mom_batch_free(b);
+        return SP_ERR_NOMEM;
+    }
+    for (int i = 0; i < count; i++) {
+        sp_status st = cross_init(&b->cross[i], be, dim, dim, b->totals + (size_t)i * dim * dim);
+        if (st != SP_OK) {
+            sp_mom_batch_free(b);
+            return st;
+        }
+    }
+    return SP_OK;
+}
+
+sp_status sp_mom_batch_covariances(sp_mom_batch *b, sp_mom_cols *cols, const char *what)
+{
+    for (int i = 0; i < b->count; i++) {
+        const int64_t n = cols[i].n;
+        if (n < 2)
+            return sp_error(SP_ERR_INPUT, "%s: %lld token(s) (expected at least 2 for a covariance)", what,
+                            (long long)n);
+        SP_TRY(sp_mom_cross_center(&b->cross[i], &cols[i], &cols[i], 1.0 / (double)(n - 1)));
+    }
+    return SP_OK;
+}
+
+sp_status sp_mom_batch_eigvals(sp_mom_batch *b, double *w)
+{
+    const sp_backend *be = b->be;
+    const size_t n = (size_t)b->count * (size_t)b->dim;
+    double *w_dev = be->alloc((n ? n : 1) * sizeof *w_dev, "batched eigenvalues");
+    if (!w_dev)
+        return SP_ERR_NOMEM;
+    sp_status st = be->sym_eigvals(b->dim, b->count, b->totals, w_dev);
+    if (st == SP_OK)
+        be->download(w, w_dev, n * sizeof *w);
+    be->free(w_dev);
+    return st;
+}
+
+void sp_mom_batch_free(sp_mom_batch *b)
+{
+    for (int i = 0; b->cross && i < b->count; i++)
+        sp_mom_cross_free(&b->cross[i]);
+    free(b->cross);
+    if (b->be && b->totals)
+        b->be->free(b->totals);
+    *b = (sp_mom_batch){0};
 }

@@ -8,7 +8,14 @@
  * Precision: every column is first shifted by the mean of its first batch (covariances do not
  * change under a shift, and sums of nearly centered values lose little to cancellation). Sums and
  * cross-products then accumulate on the backend in sp_real (float32 in the tool) over at most
- * SP_MOMENTS_FLUSH_ROWS rows, and those partial sums are added into fp64 totals on the host. */
+ * SP_MOMENTS_FLUSH_ROWS rows. A flush adds the partial cross-products into fp64 totals that stay in
+ * BACKEND memory (be->to_f64, nothing crosses to the host); the column sums are small and their fp64
+ * totals live on the host. Centering (total - sum_a sum_b^T / n, optionally scaled) runs on the
+ * backend as one fp64 gemm of rank 1.
+ *
+ * sp_mom_batch holds `count` square accumulators of one side whose totals are ONE backend
+ * allocation [count, dim, dim], so that one be->sym_eigvals call decomposes all their covariances
+ * (batched or concurrent on the GPU); only eigenvalues come back. */
 #ifndef SP_MOMENTS_H
 #define SP_MOMENTS_H
 
@@ -30,10 +37,18 @@ typedef struct {
 typedef struct {
     const sp_backend *be;
     int dim_a, dim_b;
-    sp_real *part;        /* backend [dim_a, dim_b] */
+    sp_real *part;        /* backend [dim_a, dim_b]; NULL once centered */
     int part_rows;
-    double *total;        /* host [dim_a, dim_b]: sum over rows of a_t b_t^T (shifted rows) */
+    double *total;        /* backend [dim_a, dim_b], fp64: sum over rows of a_t b_t^T (shifted rows) */
+    int owns_total;       /* 0 when total lies in an sp_mom_batch's allocation */
 } sp_mom_cross;
+
+typedef struct {
+    const sp_backend *be;
+    int count, dim;
+    double *totals;       /* backend [count, dim, dim], fp64: the totals of every accumulator */
+    sp_mom_cross *cross;  /* [count], cross[i].total = totals + i dim^2 */
+} sp_mom_batch;
 
 sp_status sp_mom_cols_init(sp_mom_cols *c, sp_rowops *ro, int dim);
 /* Writes the shifted rows x - shift into out [rows, dim] (backend; out may not be x) and adds them
@@ -45,14 +60,36 @@ sp_status sp_mom_cols_flush(sp_mom_cols *c);
 void sp_mom_cols_mean(const sp_mom_cols *c, double *mean);
 void sp_mom_cols_free(sp_mom_cols *c);
 
+/* An accumulator with its own (zeroed) backend fp64 totals. */
 sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b);
 /* Adds a^T b over rows: a [rows, dim_a] and b [rows, dim_b], shifted rows from sp_mom_cols_add. */
 sp_status sp_mom_cross_add(sp_mom_cross *x, const sp_real *a, const sp_real *b, int rows);
+/* Adds the partial sums into the backend fp64 totals (be->to_f64, accumulating; no transfer). */
 sp_status sp_mom_cross_flush(sp_mom_cross *x);
-void sp_mom_cross_free(sp_mom_cross *x);
+/* Flushes, then copies the fp64 totals [dim_a, dim_b] to the host: dim_a dim_b 8 bytes cross the
+ * bus (4.7 MB for d = 768), so callers read one accumulator at a time. */
+sp_status sp_mom_cross_download(sp_mom_cross *x, double *host);
+/* Flushes all three, then turns the totals, in place on the backend, into
+ *   scale * (total - sum_a sum_b^T / n)
+ * (scale 1: the centered cross-product; 1 / (n - 1): the covariance), one rank-1 gemm_f64 with the
+ * host column sums uploaded in double. The accumulator then holds that matrix and takes no more
+ * rows (its sp_real partial sums are freed at once). */
+sp_status sp_mom_cross_center(sp_mom_cross *x, sp_mom_cols *a, sp_mom_cols *b, double scale);
+void sp_mom_cross_free(sp_mom_cross *x); /* safe on a zeroed struct */
 
-/* The centered cross-product sum_t (a_t - mean_a)(b_t - mean_b)^T into out [dim_a, dim_b], from
- * flushed accumulators: total - sum_a sum_b^T / n. Divide by n - 1 for the covariance. */
-void sp_mom_centered(const sp_mom_cross *x, const sp_mom_cols *a, const sp_mom_cols *b, double *out);
+/* The centered cross-product from host copies: out = total - sum_a sum_b^T / n, total and out
+ * [a->dim, b->dim] host fp64 (out may be total); the column sums flushed. */
+void sp_mom_centered_host(const double *total, const sp_mom_cols *a, const sp_mom_cols *b, double *out);
+
+/* count accumulators of dim x dim with contiguous zeroed totals. */
+sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, int dim);
+/* The covariance total / (n - 1), centered with cols[i], of every accumulator i in place
+ * (sp_mom_cross_center). SP_ERR_INPUT naming `what` when a column set holds fewer than 2 rows. */
+sp_status sp_mom_batch_covariances(sp_mom_batch *b, sp_mom_cols *cols, const char *what);
+/* Eigenvalues, descending, of every (symmetric) matrix of the batch into w [count, dim] (host): one
+ * be->sym_eigvals over the whole allocation, which it destroys. */
+sp_status sp_mom_batch_eigvals(sp_mom_batch *b, double *w);
+/* Frees the accumulators and their totals (safe on a zeroed struct). */
+void sp_mom_batch_free(sp_mom_batch *b);
 
 #endif

@@ -25,6 +25,8 @@ static const sp_field analyze_fields[] = {
     F(prune_batches, SP_FIELD_INT, "pruning: evaluation batches per loss"),
     F(singular_values, SP_FIELD_BOOL, "weights: also store the full singular values of every matrix"),
     F(embed_uncentered, SP_FIELD_BOOL, "embed_spectrum: eigenvalues of E^T E / V instead of the covariance"),
+    F(max_memory_gib, SP_FIELD_DOUBLE, "backend (GPU) memory budget, GiB: the sequences per pass are cut so the "
+                                       "model's activations take at most half of it"),
 };
 #undef F
 const sp_field_table sp_analyze_option_table = {analyze_fields, (int)SP_ARRAY_LEN(analyze_fields)};
@@ -49,6 +51,7 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
         .prune_batches = 2,
         .singular_values = 0,
         .embed_uncentered = 0,
+        .max_memory_gib = 8,
     };
 }
 
@@ -66,6 +69,9 @@ sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *w
         {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
     };
     SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
+    if (!(o->max_memory_gib > 0 && o->max_memory_gib <= 1 << 20))
+        return sp_error(SP_ERR_USAGE, "%s: max_memory_gib = %g (expected a number of GiB in (0, 1048576])", where,
+                        o->max_memory_gib);
     if (!(o->power_tol > 0 && o->power_tol < 1))
         return sp_error(SP_ERR_USAGE, "%s: power_tol = %g (expected a number in (0, 1))", where, o->power_tol);
     return SP_OK;

@@ -4,8 +4,11 @@
  * For each array A (N x D: the FFN latent of block l, the input of W_2 after the nonlinearity, D =
  * d_ff; or the layer output h_l, D = d_model) the centered covariance C = A_c^T A_c / (N - 1) is
  * streamed batch by batch through analyzers/moments.h (shifted columns, gemm partial sums in
- * sp_real over at most 8192 rows, fp64 totals), then its eigenvalues are computed in fp64 (LAPACK
- * dsyevd) and summarized by analyzers/linalg.h:
+ * sp_real over at most 8192 rows, fp64 totals in backend memory). The totals of one stream's layers
+ * are one backend allocation [n_layers, D, D] (sp_mom_batch): at the end each is centered in place
+ * into its covariance, and ONE be->sym_eigvals call (fp64; LAPACK dsyevd on the CPU, cuSOLVER on
+ * the GPU) decomposes the whole stream; only the eigenvalues come back, summarized by
+ * analyzers/linalg.h:
  *   soft rank = exp(entropy of p) / D, hard rank = (sum lambda)^2 / sum lambda^2 / D, p = lambda/sum.
  * ffn_spectra also reports the effective dimension ratio EDR = 100 * mean over blocks of
  * (hard rank / soft rank), the default the metrics doc chose; the raw eigenvalues, traces, sums of
@@ -29,7 +32,7 @@ typedef struct {
     sp_rowops ro;
     sp_real *shifted;     /* backend [max_rows, dim] */
     sp_mom_cols *cols;    /* [n_streams * n_layers] */
-    sp_mom_cross *cross;  /* [n_streams * n_layers] */
+    sp_mom_batch *batch;  /* [n_streams]: the layers' cross-products, freed as each stream finishes */
 } spec_state;
 
 static void spec_free(void *state)
@@ -39,13 +42,13 @@ static void spec_free(void *state)
         return;
     for (int i = 0; s->cols && i < s->n_streams * s->n_layers; i++)
         sp_mom_cols_free(&s->cols[i]);
-    for (int i = 0; s->cross && i < s->n_streams * s->n_layers; i++)
-        sp_mom_cross_free(&s->cross[i]);
+    for (int k = 0; s->batch && k < s->n_streams; k++)
+        sp_mom_batch_free(&s->batch[k]);
     if (s->shifted)
         s->ro.be->free(s->shifted);
     sp_rowops_free(&s->ro);
     free(s->cols);
-    free(s->cross);
+    free(s->batch);
     free(s);
 }
 
@@ -65,13 +68,13 @@ static sp_status spec_begin(const sp_analysis *a, void **state, spec_kind kind)
     int n = s->n_streams * s->n_layers;
     s->shifted = a->be->alloc((size_t)s->max_rows * s->dim * sizeof(sp_real), "spectra shifted rows");
     s->cols = sp_calloc((size_t)n, sizeof *s->cols, "spectra sums");
-    s->cross = sp_calloc((size_t)n, sizeof *s->cross, "spectra cross-products");
-    if (!s->shifted || !s->cols || !s->cross)
+    s->batch = sp_calloc((size_t)s->n_streams, sizeof *s->batch, "spectra cross-products");
+    if (!s->shifted || !s->cols || !s->batch)
         return SP_ERR_NOMEM;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, s->dim));
-        SP_TRY(sp_mom_cross_init(&s->cross[i], a->be, s->dim, s->dim));
-    }
+    for (int k = 0; k < s->n_streams; k++)
+        SP_TRY(sp_mom_batch_init(&s->batch[k], a->be, s->n_layers, s->dim));
     return SP_OK;
 }
 
@@ -88,9 +91,8 @@ static sp_status spec_consume(const sp_analysis *a, void *state, const sp_act_ba
             const sp_real *x = s->kind == SPEC_FFN ? sp_batch_latent(b, l) : sp_batch_hidden(b, l, k);
             if (!x)
                 return sp_error(SP_ERR_INTERNAL, "%s: the batch has no array for layer %d, stream %d", s->name, l, k);
-            int i = k * s->n_layers + l;
-            SP_TRY(sp_mom_cols_add(&s->cols[i], x, rows, s->shifted));
-            SP_TRY(sp_mom_cross_add(&s->cross[i], s->shifted, s->shifted, rows));
+            SP_TRY(sp_mom_cols_add(&s->cols[k * s->n_layers + l], x, rows, s->shifted));
+            SP_TRY(sp_mom_cross_add(&s->batch[k].cross[l], s->shifted, s->shifted, rows));
         }
     return SP_OK;
 }
@@ -101,24 +103,20 @@ typedef struct {
     double *trace, *sum_sq, *entropy, *soft, *hard; /* [n_layers] */
 } spec_results;
 
-static sp_status compute_stream(spec_state *s, int k, spec_results *res, double *cov, int64_t *n_tokens)
+/* Every layer's covariance of stream k, all eigenvalues in one batched call; the stream's
+ * accumulators are freed as soon as the eigenvalues are back. */
+static sp_status compute_stream(spec_state *s, int k, spec_results *res, int64_t *n_tokens)
 {
     const int D = s->dim;
+    sp_mom_cols *cols = s->cols + (size_t)k * s->n_layers;
+    sp_status st = sp_mom_batch_covariances(&s->batch[k], cols, s->name);
+    if (st == SP_OK)
+        st = sp_mom_batch_eigvals(&s->batch[k], res->eig);
+    sp_mom_batch_free(&s->batch[k]);
+    SP_TRY(st);
+    *n_tokens = cols[0].n;
     for (int l = 0; l < s->n_layers; l++) {
-        int i = k * s->n_layers + l;
-        SP_TRY(sp_mom_cols_flush(&s->cols[i]));
-        SP_TRY(sp_mom_cross_flush(&s->cross[i]));
-        const int64_t n = s->cols[i].n;
-        if (n < 2)
-            return sp_error(SP_ERR_INPUT, "%s: %lld token(s) (expected at least 2 for a covariance)", s->name,
-                            (long long)n);
-        *n_tokens = n;
-        sp_mom_centered(&s->cross[i], &s->cols[i], &s->cols[i], cov);
-        for (size_t e = 0; e < (size_t)D * D; e++)
-            cov[e] /= (double)(n - 1);
-        double *eig = res->eig + (size_t)l * D;
-        SP_TRY(sp_linalg_sym_eigvals(D, cov, eig));
-        sp_rank_measures r = sp_linalg_rank_measures(D, eig, D);
+        sp_rank_measures r = sp_linalg_rank_measures(D, res->eig + (size_t)l * D, D);
         res->trace[l] = r.trace;
         res->sum_sq[l] = r.sum_sq;
         res->entropy[l] = r.entropy;
@@ -184,9 +182,8 @@ static sp_status spec_finish(const sp_analysis *a, void *state)
 {
     spec_state *s = state;
     const size_t L = (size_t)s->n_layers, D = (size_t)s->dim;
-    double *cov = sp_malloc(D * D * sizeof *cov, "spectra covariance");
     double *buf = sp_malloc((L * D + 5 * L) * sizeof *buf, "spectra results");
-    sp_status st = cov && buf ? SP_OK : SP_ERR_NOMEM;
+    sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
     if (st == SP_OK && L == 0)
         st = sp_error(SP_ERR_INPUT, "%s: the input has no layers", s->name);
     spec_results res = {0};
@@ -195,11 +192,10 @@ static sp_status spec_finish(const sp_analysis *a, void *state)
                              .entropy = buf + L * D + 2 * L, .soft = buf + L * D + 3 * L, .hard = buf + L * D + 4 * L};
     for (int k = 0; k < s->n_streams && st == SP_OK; k++) {
         int64_t n_tokens = 0;
-        st = compute_stream(s, k, &res, cov, &n_tokens);
+        st = compute_stream(s, k, &res, &n_tokens);
         if (st == SP_OK)
             st = write_stream(a, s, k, &res, n_tokens);
     }
-    free(cov);
     free(buf);
     spec_free(s);
     return st;

@@ -1,19 +1,25 @@
-/* analyzers/weights.c: "weights", the singular-value statistics of every block matrix, fp64 on the
- * host: condition number kappa = sigma_max / sigma_min over the min(m, n) singular values (+inf,
+/* analyzers/weights.c: "weights", the singular-value statistics of every block matrix, fp64:
+ * condition number kappa = sigma_max / sigma_min over the min(m, n) singular values (+inf,
  * flagged, when sigma_min <= 1e-12 sigma_max), spectral norm sigma_max, and stable rank
  * ||W||_F^2 / ||W||_2^2 = sum sigma_i^2 / sigma_max^2.
  *
  * Matrices, as stored ([out, in]): W_Q per query head and W_K, W_V per kv head ([head_dim, d_model]
  * row slices; the table holds the median over heads, the heads_* arrays every head), W_O, W_1, W_2,
  * W_3 (SwiGLU; NaN columns for GELU). With --singular-values every matrix's singular values are
- * stored too. Summaries: means over blocks, and over the deepest half (blocks l >= floor(L/2)). */
+ * stored too. Summaries: means over blocks, and over the deepest half (blocks l >= floor(L/2)).
+ *
+ * Each matrix kind is gathered across the blocks into one fp64 backend array, the weights widened
+ * in place on the backend (be->to_f64): a head's row slice of a row-major matrix is contiguous, so
+ * the blocks' matrices laid end to end ARE the [blocks * heads, head_dim, d_model] stack. One
+ * be->singvals call per kind decomposes the stack (batched on the GPU); only the singular values
+ * come back. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/analyzer.h"
 #include "analyzers/linalg.h"
-#include "analyzers/model_eval.h"
 
 #define NAME "weights"
 #define KAPPA_FLOOR 1e-12
@@ -48,25 +54,6 @@ static double *table_cell(const weight_result *w, int stat, int l, int mat)
     return &w->table[((size_t)stat * w->L + (size_t)l) * N_MATRICES + (size_t)mat];
 }
 
-/* Singular values of n_parts row slices of w [rows, cols] (each [rows / n_parts, cols]); their
- * statistics into per_part [n_parts, N_STATS] and the singular values into sv [n_parts, k]. */
-static sp_status analyze_matrix(const double *w, int rows, int cols, int n_parts, double *per_part, double *sv)
-{
-    const int part_rows = rows / n_parts, k = part_rows < cols ? part_rows : cols;
-    double *copy = sp_malloc((size_t)part_rows * (size_t)cols * sizeof *copy, "weight matrix copy");
-    if (!copy)
-        return SP_ERR_NOMEM;
-    sp_status st = SP_OK;
-    for (int p = 0; p < n_parts && st == SP_OK; p++) {
-        memcpy(copy, w + (size_t)p * part_rows * cols, (size_t)part_rows * (size_t)cols * sizeof *copy);
-        st = sp_linalg_singvals(part_rows, cols, copy, sv + (size_t)p * k);
-        if (st == SP_OK)
-            stats_of(k, sv + (size_t)p * k, per_part + (size_t)p * N_STATS);
-    }
-    free(copy);
-    return st;
-}
-
 static sp_status write_singular_values(const sp_analysis *a, int l, int mat, int n_parts, int k, const double *sv)
 {
     char name[64], desc[128];
@@ -80,38 +67,104 @@ static sp_status write_singular_values(const sp_analysis *a, int l, int mat, int
                                                &(sp_report_array_attrs){"1", "[k]", desc});
 }
 
-static sp_status analyze_block_matrix(const sp_analysis *a, weight_result *w, int l, int mat)
+/* One kind of matrix across the blocks that hold it: which blocks, and the shape they share. */
+typedef struct {
+    int *param;            /* [L]: parameter index per block, -1 where absent */
+    int n_present, rows, cols, n_parts, part_rows, k;
+} kind_layout;
+
+static sp_status kind_find(const sp_analysis *a, const weight_result *w, int mat, kind_layout *kl)
 {
     sp_model *m = a->model;
-    char pname[SP_PARAM_NAME_MAX];
-    snprintf(pname, sizeof pname, "blocks/%d/%s", l, matrix_leaves[mat]);
-    const int idx = sp_model_find_param(m, pname);
-    if (idx < 0) {
-        for (int s = 0; s < N_STATS; s++)
-            *table_cell(w, s, l, mat) = NAN;
-        return SP_OK;
+    for (int l = 0; l < w->L; l++) {
+        char pname[SP_PARAM_NAME_MAX];
+        snprintf(pname, sizeof pname, "blocks/%d/%s", l, matrix_leaves[mat]);
+        const int idx = kl->param[l] = sp_model_find_param(m, pname);
+        if (idx < 0)
+            continue;
+        const sp_param_spec *spec = sp_model_param_spec(m, idx);
+        if (kl->n_present++ == 0) {
+            kl->rows = (int)spec->shape[0];
+            kl->cols = (int)spec->shape[1];
+        } else if (spec->shape[0] != kl->rows || spec->shape[1] != kl->cols)
+            return sp_error(SP_ERR_INTERNAL, "weights: %s is [%lld, %lld], expected [%d, %d] like the other blocks",
+                            pname, (long long)spec->shape[0], (long long)spec->shape[1], kl->rows, kl->cols);
     }
-    const sp_param_spec *spec = sp_model_param_spec(m, idx);
-    const int rows = (int)spec->shape[0], cols = (int)spec->shape[1];
-    const int n_parts = mat == M_WQ ? w->n_heads : mat == M_WK || mat == M_WV ? w->n_kv_heads : 1;
-    const int part_rows = rows / n_parts, k = part_rows < cols ? part_rows : cols;
-    double *data = sp_eval_param_f64(m, idx);
-    double *per_part = data ? sp_malloc((size_t)n_parts * N_STATS * sizeof *per_part, "weight statistics") : NULL;
-    double *sv = per_part ? sp_malloc((size_t)n_parts * (size_t)k * sizeof *sv, "singular values") : NULL;
-    double *column = sv ? sp_malloc((size_t)n_parts * sizeof *column, "per-head statistic") : NULL;
-    sp_status st = column ? analyze_matrix(data, rows, cols, n_parts, per_part, sv) : SP_ERR_NOMEM;
-    for (int s = 0; s < N_STATS && st == SP_OK; s++) {
+    kl->n_parts = mat == M_WQ ? w->n_heads : mat == M_WK || mat == M_WV ? w->n_kv_heads : 1;
+    kl->part_rows = kl->rows / kl->n_parts;
+    kl->k = kl->part_rows < kl->cols ? kl->part_rows : kl->cols;
+    return SP_OK;
+}
+
+/* Singular values of every part of every present block, [n_present * n_parts, k] into sv (host):
+ * the stack widened on the backend, one batched be->singvals, the stack freed at once. */
+static sp_status kind_singvals(const sp_analysis *a, const kind_layout *kl, double *sv)
+{
+    const sp_backend *be = a->be;
+    const size_t per_block = (size_t)kl->rows * (size_t)kl->cols;
+    const int count = kl->n_present * kl->n_parts;
+    size_t stack_elems;
+    SP_TRY(sp_size_mul((size_t)kl->n_present, per_block, &stack_elems, "weight matrix stack"));
+    double *stack = be->alloc(stack_elems * sizeof *stack, "weight matrix stack fp64");
+    double *s_dev = stack ? be->alloc((size_t)count * (size_t)kl->k * sizeof *s_dev, "singular values") : NULL;
+    if (!s_dev) {
+        if (stack)
+            be->free(stack);
+        return SP_ERR_NOMEM;
+    }
+    for (int l = 0, at = 0; at < kl->n_present; l++)
+        if (kl->param[l] >= 0)
+            be->to_f64(per_block, sp_model_param(a->model, kl->param[l]), stack + (size_t)at++ * per_block, 0);
+    sp_status st = be->singvals(kl->part_rows, kl->cols, count, stack, s_dev);
+    be->free(stack);
+    if (st == SP_OK)
+        be->download(sv, s_dev, (size_t)count * (size_t)kl->k * sizeof *sv);
+    be->free(s_dev);
+    return st;
+}
+
+/* The table cells, per-head arrays and (optionally) singular values of block l from its parts'
+ * singular values sv [n_parts, k]; per_part [n_parts, N_STATS] and column [n_parts] are scratch. */
+static sp_status block_stats(const sp_analysis *a, weight_result *w, const kind_layout *kl, int l, int mat,
+                             const double *sv, double *per_part, double *column)
+{
+    const int n_parts = kl->n_parts;
+    for (int p = 0; p < n_parts; p++)
+        stats_of(kl->k, sv + (size_t)p * kl->k, per_part + (size_t)p * N_STATS);
+    for (int s = 0; s < N_STATS; s++) {
         for (int p = 0; p < n_parts; p++)
             column[p] = per_part[p * N_STATS + s];
         *table_cell(w, s, l, mat) = sp_linalg_median(n_parts, column); /* one part: the value itself */
     }
-    if (st == SP_OK && n_parts > 1)
+    if (mat <= M_WV) /* the per-head kinds: every head's row, also when there is one (one kv head) */
         memcpy(w->heads[mat] + (size_t)l * n_parts * N_STATS, per_part, (size_t)n_parts * N_STATS * sizeof *per_part);
-    if (st == SP_OK && a->opts->singular_values)
-        st = write_singular_values(a, l, mat, n_parts, k, sv);
-    free(data);
-    free(per_part);
+    return a->opts->singular_values ? write_singular_values(a, l, mat, n_parts, kl->k, sv) : SP_OK;
+}
+
+static sp_status analyze_kind(const sp_analysis *a, weight_result *w, int mat)
+{
+    kind_layout kl = {.param = sp_malloc((size_t)w->L * sizeof *kl.param, "weight parameter indices")};
+    if (!kl.param)
+        return SP_ERR_NOMEM;
+    sp_status st = kind_find(a, w, mat, &kl);
+    for (int l = 0; l < w->L && st == SP_OK; l++)
+        if (kl.param[l] < 0)
+            for (int s = 0; s < N_STATS; s++)
+                *table_cell(w, s, l, mat) = NAN;
+    double *sv = NULL, *per_part = NULL, *column = NULL;
+    if (st == SP_OK && kl.n_present > 0) {
+        const size_t parts = (size_t)kl.n_present * (size_t)kl.n_parts;
+        sv = sp_malloc(parts * (size_t)kl.k * sizeof *sv, "singular values");
+        per_part = sp_malloc((size_t)kl.n_parts * N_STATS * sizeof *per_part, "weight statistics");
+        column = sp_malloc((size_t)kl.n_parts * sizeof *column, "per-head statistic");
+        st = sv && per_part && column ? kind_singvals(a, &kl, sv) : SP_ERR_NOMEM;
+    }
+    for (int l = 0, at = 0; l < w->L && st == SP_OK && kl.n_present > 0; l++)
+        if (kl.param[l] >= 0)
+            st = block_stats(a, w, &kl, l, mat, sv + (size_t)at++ * kl.n_parts * kl.k, per_part, column);
+    free(kl.param);
     free(sv);
+    free(per_part);
     free(column);
     return st;
 }
@@ -200,9 +253,8 @@ static sp_status weights_finish(const sp_analysis *a, void *state)
     w.heads[M_WK] = w.heads[M_WQ] + L * N_STATS * (size_t)w.n_heads;
     w.heads[M_WV] = w.heads[M_WK] + L * N_STATS * (size_t)w.n_kv_heads;
     sp_status st = SP_OK;
-    for (int l = 0; l < w.L && st == SP_OK; l++)
-        for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
-            st = analyze_block_matrix(a, &w, l, mat);
+    for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
+        st = analyze_kind(a, &w, mat);
     if (st == SP_OK)
         st = write_result(a, &w);
     free(buf);

@@ -1,36 +1,51 @@
-"""The computations of `spanprobe analyze` in PyTorch CPU, written the way a researcher would (eager,
-hooks, torch.linalg, functorch jvp/vjp), timed stage by stage next to spanprobe in
-bench/run_analyze_bench.sh.
+"""The computations of `spanprobe analyze` in PyTorch eager, written the way a researcher would
+(hooks, torch.linalg, torch.func jvp/vjp/jacrev), timed stage by stage next to spanprobe in
+bench/run_analyze_bench.sh (CPU) and bench/run_gpu_analyze_bench.sh (--device cuda).
 
-The model is bench/torch_model.py's `pre` model, randomly initialized (N(0, 0.02^2) matrices, as
-`spanprobe init` draws them): the weights do not change the amount of work, so the benchmark does
-not load the spanprobe checkpoint. Tokens are random byte ids (or --tokens FILE, the same file
-spanprobe reads).
+The model is bench/torch_model.py's `pre` or `span` model (--variant), randomly initialized
+(N(0, 0.02^2) matrices, as `spanprobe init` draws them): the weights do not change the amount of
+work (every iteration count is fixed), so the benchmark does not load the spanprobe checkpoint.
+Tokens are random byte ids (or --tokens FILE, the same file spanprobe reads).
 
 Stages (each timed; docs/metrics.md defines the quantities):
-  forward passes  every evaluation batch forward with hooks keeping the layer outputs h_0..h_L and
-                  the FFN latents (the input of W_2)
+  forward passes  every evaluation batch forward with hooks keeping the layer outputs h_0..h_L, the
+                  FFN latents (the input of W_2) and, for span, the pre-normalization sums
   similarity      mean over tokens of the cosine between every pair of layer outputs
   cka             linear CKA between every pair of layer outputs (feature-space form)
   growth          rms, mean token norm, feature variance, top |h| entries, median |h|
-  hidden_spectra  eigvalsh of every layer output's covariance (float64)
-  ffn_spectra     eigvalsh of every FFN latent's covariance (float64)
+  presums         span only: sigma and rms of every sum before N1 and N2
+  hidden_spectra  eigvalsh of every layer output's covariance
+  ffn_spectra     eigvalsh of every FFN latent's covariance
   grad_norms      forward + backward on --grad-batches batches, per-tensor gradient norms
-  weights         svdvals of W_Q, W_K, W_V per head, W_O, W_1, W_2 (float64): condition numbers
-  embed_spectrum  eigvalsh of the token embedding's covariance (float64)
+  weights         svdvals of W_Q, W_K, W_V per head, W_O, W_1, W_2: condition numbers
+  embed_spectrum  eigvalsh of the token embedding's covariance
   jacobian        one sequence of --jac-seq tokens: sigma_max of every block and end to end by power
                   iteration, top-k by subspace iteration (k copies of the sequence carry the k
-                  vectors), every one --power-iters products (functorch.jvp / functorch.vjp);
-                  ||W_2 W_1||, ||W_O W_V||; token-local Jacobians at --jac-tokens positions
-                  (torch.autograd.functional.jacobian, vectorized) and their SVDs
+                  vectors), every one --power-iters products (jvp / vjp); ||W_2 W_1||, ||W_O W_V||;
+                  token-local Jacobians at --jac-tokens positions (jacrev in chunks of --jac-chunk
+                  rows, or torch.autograd.functional.jacobian on PyTorch 1.x) and their SVDs
   pruning         the loss with each block skipped, and without the last k blocks, k = 1..L/2, on
                   --prune-batches batches
-Prints one JSON object: {"impl": ..., "stages": {name: seconds}, "total_s": ..., "peak_rss_mib": ...}.
+
+Precision of the decompositions (--linalg-dtype): float64 on the CPU, float32 on the GPU, what a
+researcher writes in each place (torch.linalg on CUDA tensors as they come; the issue's PyTorch
+reference figures were float32 on the GPU). The products before them are float32 everywhere;
+--tf32 lets CUDA matrix products use TF32 tensor cores.
+
+--device cuda: a warm-up run of every stage first (same shapes, 2 power iterations, 1 token-local
+position: CUDA context, cuBLAS/cuSOLVER handles and workspaces, allocator), then --rounds timed
+rounds; every stage is timed between torch.cuda.synchronize() calls. Stage times are medians over
+the rounds. Peak GPU memory: torch.cuda.max_memory_allocated over the timed rounds (tensors) and
+max_memory_reserved (what the caching allocator held).
+Prints one JSON object: {"impl": ..., "stages": {name: seconds}, "total_s": ..., "peak_rss_mib": ...,
+"peak_gpu_mib": ..., ...}.
 """
 import argparse
+import copy
 import json
 import os
 import resource
+import statistics
 import sys
 import time
 
@@ -41,9 +56,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_model import Model  # noqa: E402
 
 try:
-    from functorch import jvp, vjp  # torch.func in PyTorch >= 2.0
-except ImportError:
-    from torch.func import jvp, vjp
+    from torch.func import jacrev, jvp, vjp  # PyTorch >= 2.0
+except ImportError:  # PyTorch 1.13 (Debian's python3-torch): functorch, no chunked jacrev
+    from functorch import jvp, vjp
+    jacrev = None
 
 
 def parse_args():
@@ -51,10 +67,29 @@ def parse_args():
     for name, default in [("d-model", 256), ("n-layers", 12), ("n-heads", 8), ("d-ff", 1024), ("vocab", 256),
                           ("seq", 256), ("batch", 8), ("n-tokens", 16384), ("threads", 2), ("grad-batches", 1),
                           ("prune-batches", 2), ("power-iters", 20), ("topk", 8), ("jac-seq", 64),
-                          ("jac-tokens", 4)]:
+                          ("jac-tokens", 4), ("jac-chunk", 64), ("rounds", 1)]:
         ap.add_argument("--" + name, type=int, default=default)
+    ap.add_argument("--variant", choices=["pre", "span"], default="pre")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--tf32", action="store_true", help="TF32 tensor-core matrix products (cuda)")
+    ap.add_argument("--linalg-dtype", choices=["auto", "float32", "float64"], default="auto",
+                    help="eigvalsh/svdvals/qr precision (auto: float64 on cpu, float32 on cuda)")
+    ap.add_argument("--warmup", choices=["auto", "yes", "no"], default="auto",
+                    help="a shortened run of every stage before the timed rounds (auto: on cuda only)")
     ap.add_argument("--tokens", help="whitespace-separated token ids (default: random ids)")
-    return ap.parse_args()
+    args = ap.parse_args()
+    args.device = torch.device(args.device)
+    if args.linalg_dtype == "auto":
+        args.linalg_dtype = "float32" if args.device.type == "cuda" else "float64"
+    args.ldt = getattr(torch, args.linalg_dtype)
+    if args.warmup == "auto":
+        args.warmup = "yes" if args.device.type == "cuda" else "no"
+    return args
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def eval_set(args):
@@ -64,11 +99,12 @@ def eval_set(args):
         windows = ids[: (len(ids) // (args.seq + 1)) * (args.seq + 1)].view(-1, args.seq + 1)[:n_seqs]
     else:
         windows = torch.randint(0, args.vocab, (n_seqs, args.seq + 1))
+    windows = windows.to(args.device)
     return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
 
 def embed(model, ids):
-    return model.tok(ids) + model.pos(torch.arange(ids.shape[1]))
+    return model.tok(ids) + model.pos(torch.arange(ids.shape[1], device=ids.device))
 
 
 def loss_of(model, ids, targets, skip=()):
@@ -81,18 +117,20 @@ def loss_of(model, ids, targets, skip=()):
 
 
 def collect(model, inputs, batch):
-    """Layer outputs [L+1, N, d] and FFN latents [L, N, d_ff] of the whole evaluation set."""
-    hidden, latents = [], []
-    hooks = [b.register_forward_hook(lambda mod, inp, out: hidden.append(out.reshape(-1, out.shape[-1])))
-             for b in model.blocks]
-    hooks += [b.w2.register_forward_pre_hook(lambda mod, inp: latents.append(inp[0].reshape(-1, inp[0].shape[-1])))
-              for b in model.blocks]
+    """Layer outputs [L+1, N, d], FFN latents [L, N, d_ff], span's sums [2, L, N, d] (else None)."""
+    hidden, latents, sums = [], [], []
+    flat = lambda t: t.reshape(-1, t.shape[-1])  # noqa: E731
+    hooks = [b.register_forward_hook(lambda mod, inp, out: hidden.append(flat(out))) for b in model.blocks]
+    hooks += [b.w2.register_forward_pre_hook(lambda mod, inp: latents.append(flat(inp[0]))) for b in model.blocks]
+    if model.blocks[0].variant == "span":  # the inputs of N1 and N2 are the sums A + x and F + x
+        hooks += [n.register_forward_pre_hook(lambda mod, inp: sums.append(flat(inp[0])))
+                  for b in model.blocks for n in (b.n1, b.n2)]
     L = len(model.blocks)
     with torch.no_grad():
         for s in range(0, inputs.shape[0], batch):
             ids = inputs[s:s + batch]
             x = embed(model, ids)
-            hidden.append(x.reshape(-1, x.shape[-1]))
+            hidden.append(flat(x))
             for block in model.blocks:
                 x = block(x)
     for h in hooks:
@@ -100,7 +138,11 @@ def collect(model, inputs, batch):
     n_b = len(hidden) // (L + 1)
     hs = torch.stack([torch.cat([hidden[b * (L + 1) + l] for b in range(n_b)]) for l in range(L + 1)])
     lat = torch.stack([torch.cat([latents[b * L + l] for b in range(n_b)]) for l in range(L)])
-    return hs, lat
+    ps = None
+    if sums:  # per batch: n1 of block 0, n2 of block 0, n1 of block 1, ...
+        ps = torch.stack([torch.stack([torch.cat([sums[b * 2 * L + 2 * l + w] for b in range(n_b)])
+                                       for l in range(L)]) for w in range(2)])
+    return hs, lat, ps
 
 
 def similarity(hs):
@@ -111,7 +153,7 @@ def similarity(hs):
 def cka(hs):
     xc = hs - hs.mean(dim=1, keepdim=True)
     n = xc.shape[0]
-    hsic = torch.empty(n, n)
+    hsic = torch.empty(n, n, device=hs.device)
     for i in range(n):
         for j in range(i, n):
             hsic[i, j] = hsic[j, i] = (xc[i].t() @ xc[j]).pow(2).sum()
@@ -128,11 +170,15 @@ def growth(hs):
     return out
 
 
-def cov_eigvalsh(x):
-    """Eigenvalues of the covariance of the rows of every x[l] (float32 products, float64 eigvalsh)."""
+def presums(ps):
+    return {"sigma": ps.std(dim=-1, unbiased=False).mean(dim=-1), "rms": ps.pow(2).mean(dim=(-2, -1)).sqrt()}
+
+
+def cov_eigvalsh(x, ldt):
+    """Eigenvalues of the covariance of the rows of every x[l] (float32 products, eigvalsh in ldt)."""
     xc = x - x.mean(dim=1, keepdim=True)
     cov = xc.transpose(1, 2) @ xc / (x.shape[1] - 1)
-    return torch.linalg.eigvalsh(cov.double())
+    return torch.linalg.eigvalsh(cov.to(ldt))
 
 
 def grad_norms(model, inputs, targets, args):
@@ -153,20 +199,21 @@ def weights(model, args):
             mats = [w.weight[h * hd:(h + 1) * hd] for w in (block.wq, block.wk, block.wv) for h in range(args.n_heads)]
             mats += [block.wo.weight, block.w1.weight, block.w2.weight]
             for w in mats:
-                s = torch.linalg.svdvals(w.double())
+                s = torch.linalg.svdvals(w.to(args.ldt))
                 kappas.append((s[0] / s[-1]).item())
     return kappas
 
 
-def top_singvals(apply, apply_t, shape, k, iters):
+def top_singvals(apply, apply_t, shape, k, iters, ldt, device):
     """Subspace iteration on J^T J with k vectors stacked along dim 0 (k = 1: the power iteration)."""
-    v = torch.randn(k, *shape)
+    v = torch.randn(k, *shape, device=device)
     sigma = None
     for _ in range(iters):
-        q, _ = torch.linalg.qr(v.reshape(k, -1).t().double())
+        q, _ = torch.linalg.qr(v.reshape(k, -1).t().to(ldt))
         v = q.t().float().reshape(k, *shape)
         u = apply(v)
-        sigma = torch.linalg.eigvalsh((u.reshape(k, -1) @ u.reshape(k, -1).t()).double()).flip(0).clamp(min=0).sqrt()
+        gram = (u.reshape(k, -1) @ u.reshape(k, -1).t()).to(ldt)
+        sigma = torch.linalg.eigvalsh(gram).flip(0).clamp(min=0).sqrt()
         v = apply_t(u)
     return sigma
 
@@ -190,19 +237,23 @@ def jacobian(model, inputs, args):
     def operator(first, last, k):
         f = chain(first, last)
         x0 = xs[first].expand(k, -1, -1).contiguous()
-        apply = lambda v: jvp(f, (x0,), (v,))[1]
+        apply = lambda v: jvp(f, (x0,), (v,))[1]  # noqa: E731
         _, pullback = vjp(f, x0)
         return apply, lambda u: pullback(u)[0]
 
     shape = (T, args.d_model)
-    sigma = [top_singvals(*operator(l, l + 1, 1), shape, 1, args.power_iters)[0].item() for l in range(L)]
-    e2e = [top_singvals(*operator(l, L, 1), shape, 1, args.power_iters)[0].item() for l in range(L)]
-    topk = [top_singvals(*operator(l, l + 1, args.topk), shape, args.topk, args.power_iters).tolist() for l in range(L)]
+
+    def top(first, last, k):
+        return top_singvals(*operator(first, last, k), shape, k, args.power_iters, args.ldt, args.device)
+
+    sigma = [top(l, l + 1, 1)[0].item() for l in range(L)]
+    e2e = [top(l, L, 1)[0].item() for l in range(L)]
+    topk = [top(l, l + 1, args.topk).tolist() for l in range(L)]
     terms = []
     with torch.no_grad():
         for block in model.blocks:
-            terms.append((torch.linalg.matrix_norm((block.w2.weight @ block.w1.weight).double(), 2).item(),
-                          torch.linalg.matrix_norm((block.wo.weight @ block.wv.weight).double(), 2).item()))
+            terms.append((torch.linalg.matrix_norm((block.w2.weight @ block.w1.weight).to(args.ldt), 2).item(),
+                          torch.linalg.matrix_norm((block.wo.weight @ block.wv.weight).to(args.ldt), 2).item()))
     positions = torch.randperm(T)[:args.jac_tokens].sort().values.tolist()
     token_sigma = []
     for t in positions:
@@ -212,8 +263,11 @@ def jacobian(model, inputs, args):
             def at_t(xt, prefix=prefix, block=block):
                 return block(torch.cat([prefix[:, :-1], xt[None, None]], dim=1))[0, -1]
 
-            jt = torch.autograd.functional.jacobian(at_t, prefix[0, -1], vectorize=True)
-            token_sigma.append(torch.linalg.svdvals(jt.double())[0].item())
+            if jacrev is not None:  # reverse mode, vmapped over chunks of output rows (bounded memory)
+                jt = jacrev(at_t, chunk_size=args.jac_chunk)(prefix[0, -1])
+            else:
+                jt = torch.autograd.functional.jacobian(at_t, prefix[0, -1], vectorize=True)
+            token_sigma.append(torch.linalg.svdvals(jt.to(args.ldt))[0].item())
     return sigma, e2e, topk, terms, token_sigma
 
 
@@ -228,36 +282,65 @@ def pruning(model, inputs, targets, args):
     return losses
 
 
-def main():
-    args = parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq, variant="pre")
-    inputs, targets = eval_set(args)
+def analysis(model, inputs, targets, args):
+    """Every stage once; {stage: seconds} and the total."""
     stages = {}
 
     def timed(name, fn, *a):
+        sync(args.device)
         t0 = time.perf_counter()
         result = fn(*a)
+        sync(args.device)
         stages[name] = time.perf_counter() - t0
         return result
 
     t_start = time.perf_counter()
-    hs, lat = timed("forward passes", collect, model, inputs, args.batch)
+    hs, lat, ps = timed("forward passes", collect, model, inputs, args.batch)
     timed("similarity", similarity, hs)
     timed("cka", cka, hs)
     timed("growth", growth, hs)
-    timed("hidden_spectra", cov_eigvalsh, hs)
-    timed("ffn_spectra", cov_eigvalsh, lat)
-    del lat
+    if ps is not None:
+        timed("presums", presums, ps)
+    del ps
+    timed("hidden_spectra", cov_eigvalsh, hs, args.ldt)
+    timed("ffn_spectra", cov_eigvalsh, lat, args.ldt)
+    del hs, lat
     timed("grad_norms", grad_norms, model, inputs, targets, args)
     timed("weights", weights, model, args)
-    timed("embed_spectrum", lambda: cov_eigvalsh(model.tok.weight.detach()[None]))
+    timed("embed_spectrum", lambda: cov_eigvalsh(model.tok.weight.detach()[None], args.ldt))
     timed("jacobian", jacobian, model, inputs, args)
     timed("pruning", pruning, model, inputs, targets, args)
-    total = time.perf_counter() - t_start
-    print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": args.threads, "stages": stages,
-                      "total_s": total, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    sync(args.device)
+    return stages, time.perf_counter() - t_start
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
+    torch.manual_seed(0)
+    cuda = args.device.type == "cuda"
+    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq,
+                  variant=args.variant).to(args.device)
+    inputs, targets = eval_set(args)
+    if args.warmup == "yes":  # same shapes, fewer iterations: initialization costs stay out of the rounds
+        warm = copy.copy(args)
+        warm.power_iters, warm.jac_tokens = min(2, args.power_iters), 1
+        analysis(model, inputs, targets, warm)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(args.device)
+    rounds = [analysis(model, inputs, targets, args) for _ in range(args.rounds)]
+    stages = {name: statistics.median(r[0][name] for r in rounds) for name in rounds[0][0]}
+    result = {"impl": "pytorch " + torch.__version__, "threads": args.threads, "device": str(args.device),
+              "gpu": torch.cuda.get_device_name(args.device) if cuda else None, "variant": args.variant,
+              "tf32": args.tf32, "linalg_dtype": args.linalg_dtype, "warmup": args.warmup == "yes",
+              "rounds": args.rounds, "stages": stages, "total_s": statistics.median(r[1] for r in rounds),
+              "round_totals_s": [r[1] for r in rounds],
+              "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+              "peak_gpu_mib": torch.cuda.max_memory_allocated(args.device) / 2**20 if cuda else None,
+              "peak_gpu_reserved_mib": torch.cuda.max_memory_reserved(args.device) / 2**20 if cuda else None}
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,27 @@
 #!/bin/sh
-# Everything that needs the GPU, in one go, on the accelerator machine (repository root):
-# builds with CUDA, runs the GPU tests (fp32, then the op and model comparisons again with TF32),
-# the whole suite, and the training benchmark; writes the log, with date and device, to
-# $OUT/gpu_session.txt ($OUT defaults to ./gpu_session_out). Exit status: the first failing part.
-# Usage: [BUILD=dir] [JOBS=n] bench/gpu_session.sh
+# Everything that needs the GPU, on the accelerator machine (repository root), in two parts that
+# each fit in one 10-minute command:
+#   bench/gpu_session.sh tests   dependencies, CUDA build, every GPU test (tests/test_cuda_*; the op
+#                                and model comparisons again with TF32), then the whole suite
+#   bench/gpu_session.sh bench   dependencies, CUDA build (incremental when the build directory is
+#                                still there), the training benchmark and the analyze benchmark
+#                                (bench/run_gpu_analyze_bench.sh)
+# The machine has no apt and no network: when .gpu_debs/ is present (tools/gpu_deps.sh download,
+# run beforehand on a Debian machine, carried with the working tree), its packages are unpacked into
+# /opt/spdeps (SPDEPS_PREFIX) and the build variables pointed there. Writes the log, with date and device, to
+# $OUT/gpu_session_PART.txt ($OUT defaults to ./gpu_session_out; the analyze benchmark adds its own
+# two files there). Exit status: the first failing step.
+# Usage: [BUILD=dir] [JOBS=n] bench/gpu_session.sh tests|bench
 set -u
+part=${1:-}
+case "$part" in tests | bench) ;; *) echo "usage: bench/gpu_session.sh tests|bench" >&2; exit 2 ;; esac
 build=${BUILD:-build-gpu}
 out=${OUT:-gpu_session_out}
+jobs=${JOBS:-$(nproc)}
 mkdir -p "$out"
-log="$out/gpu_session.txt"
+log="$out/gpu_session_$part.txt"
 status=0
-run() { # run NAME CMD...: appends the output, remembers the first failure
+step() { # step NAME CMD...: appends the output, remembers the first failure
     name=$1
     shift
     echo "== $name: $*" | tee -a "$log"
@@ -20,17 +31,39 @@ run() { # run NAME CMD...: appends the output, remembers the first failure
     [ "$rc" -eq 0 ] || [ "$status" -ne 0 ] || status=$rc
 }
 {
-    echo "spanprobe GPU session, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "spanprobe GPU session ($part), $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: absent"
     nvcc --version 2>/dev/null | tail -1
 } | tee "$log"
+
+# The libraries the build needs, from the carried .deb files (never unpacked into /).
+if [ -s .gpu_debs/always.list ]; then
+    if env_lines=$(tools/gpu_deps.sh unpack .gpu_debs "${SPDEPS_PREFIX:-/opt/spdeps}" 2>>"$log"); then
+        eval "$env_lines"
+        tail -1 "$log"
+    else
+        echo "== deps: unpacking .gpu_debs failed (see $log)" | tee -a "$log"
+        exit 3
+    fi
+else
+    echo "== deps: no .gpu_debs/: using the machine's own libraries" | tee -a "$log"
+fi
+
 export SPANPROBE_BIN="$PWD/$build/spanprobe" BUILD_DIR="$PWD/$build"
-run build make BUILD="$build" -j"${JOBS:-8}" all bench
-run test_cuda_ops "$build"/tests/test_cuda_ops
-run test_cuda_model "$build"/tests/test_cuda_model
-run test_cuda_ops_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_ops
-run test_cuda_model_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_model
-run suite make BUILD="$build" -j"${JOBS:-8}" test
-run train_bench env BUILD="$build" bench/run_gpu_train_bench.sh
-grep -n "SKIPPED\|FAILED" "$log" | head -40
+step build make BUILD="$build" -j"$jobs" all bench
+[ "$status" -eq 0 ] || exit "$status"
+if [ "$part" = tests ]; then
+    for t in "$build"/tests/test_cuda_*; do
+        case "$t" in *.d) continue ;; esac
+        [ -x "$t" ] || continue
+        step "$(basename "$t")" "$t"
+    done
+    step test_cuda_ops_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_ops
+    step test_cuda_model_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_model
+    step suite make BUILD="$build" -j"$jobs" test
+else
+    step train_bench env BUILD="$build" bench/run_gpu_train_bench.sh
+    step analyze_bench env BUILD="$build" OUT="$out" bench/run_gpu_analyze_bench.sh
+fi
+grep -n "SKIPPED\|FAILED\|timed out\|^target\|^agreement" "$log" | head -40
 exit "$status"

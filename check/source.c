@@ -8,11 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/file_read.h"
 #include "io/h5.h"
 #include "io/report.h"
-
-#define SUMMARY_MAX_BYTES (256u << 20)
 
 struct sp_check_source {
     char *path;
@@ -37,43 +34,13 @@ void sp_check_source_close(sp_check_source *s)
     free(s);
 }
 
-/* The summary: its format, its groups, and the same input hash as the HDF5 file's provenance. */
+/* The summary, checked to be this report's (io/report.h), and its two groups. */
 static sp_status open_summary(sp_check_source *s)
 {
-    char *json_path = sp_report_summary_path(s->path);
-    if (!json_path)
-        return sp_error(SP_ERR_NOMEM, "out of memory");
-    unsigned char *text = NULL;
-    size_t size = 0;
-    sp_status st = sp_file_read_all(json_path, SUMMARY_MAX_BYTES, &text, &size);
-    if (st == SP_OK) {
-        s->summary = cJSON_ParseWithLength((const char *)text, size);
-        free(text);
-        const cJSON *format = cJSON_GetObjectItemCaseSensitive(s->summary, "format");
-        const cJSON *version = cJSON_GetObjectItemCaseSensitive(s->summary, "format_version");
-        const cJSON *input = cJSON_GetObjectItemCaseSensitive(s->summary, "input");
-        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(input, "sha256");
-        s->metrics = cJSON_GetObjectItemCaseSensitive(s->summary, "metrics");
-        s->skipped = cJSON_GetObjectItemCaseSensitive(s->summary, "skipped");
-        char expected_sha[80] = "";
-        if (!s->summary)
-            st = sp_error(SP_ERR_INPUT, "%s: not valid JSON (the summary of %s)", json_path, s->path);
-        else if (!cJSON_IsString(format) || strcmp(format->valuestring, SP_REPORT_FORMAT) != 0)
-            st = sp_error(SP_ERR_INPUT, "%s: \"format\": expected \"%s\"", json_path, SP_REPORT_FORMAT);
-        else if (!cJSON_IsString(version) || atoi(version->valuestring) != SP_REPORT_VERSION_MAJOR)
-            st = sp_error(SP_ERR_INPUT, "%s: \"format_version\": expected %d.x", json_path, SP_REPORT_VERSION_MAJOR);
-        else if (!cJSON_IsObject(s->metrics) || !cJSON_IsObject(s->skipped) || !cJSON_IsString(sha))
-            st = sp_error(SP_ERR_INPUT, "%s: expected the objects \"metrics\", \"skipped\" and \"input\" with "
-                          "\"sha256\"", json_path);
-        else if ((st = sp_report_get_provenance(s->reader, "input_sha256", expected_sha, sizeof expected_sha)) ==
-                     SP_OK &&
-                 strcmp(expected_sha, sha->valuestring) != 0)
-            st = sp_error(SP_ERR_INPUT, "%s: input.sha256 %.16s... differs from %s's /provenance input_sha256 "
-                          "%.16s... (the summary of another report)", json_path, sha->valuestring, s->path,
-                          expected_sha);
-    }
-    free(json_path);
-    return st;
+    SP_TRY(sp_report_read_summary(s->reader, &s->summary));
+    s->metrics = cJSON_GetObjectItemCaseSensitive(s->summary, "metrics");
+    s->skipped = cJSON_GetObjectItemCaseSensitive(s->summary, "skipped");
+    return SP_OK;
 }
 
 sp_status sp_check_source_open(const char *path, sp_check_source **out)

@@ -15,6 +15,8 @@ static const sp_command commands[] = {
     {"plot", "paper-style figures (gnuplot) from reports and training logs of one or several runs", sp_cmd_plot},
     {"study", "train a preset set of runs, analyze them and draw every figure (resumable)", sp_cmd_study},
     {"check", "gate a report on rules (thresholds, baseline tolerances): exit 7 when one fails", sp_cmd_check},
+    {"compare", "metric-by-metric agreement of two reports of one run (device, precision): exit 7 if not",
+     sp_cmd_compare},
 };
 
 static void print_help(FILE *f)
@@ -26,7 +28,7 @@ static void print_help(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions:\n  --help     this text\n  --version  print the version\n"
                "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 bad input, 4 numerical failure, 5 I/O,\n"
-               "            6 training diverged, 7 check failed, 8 out of memory (docs/cli.md)\n");
+               "            6 training diverged, 7 check or compare failed, 8 out of memory (docs/cli.md)\n");
 }
 
 int main(int argc, char **argv)

@@ -11,9 +11,11 @@
 
 #include "core/sha256.h"
 #include "io/atomic.h"
+#include "io/file_read.h"
 #include "io/h5.h"
 
 #define REPORT_MAX_RANK 4
+#define SUMMARY_MAX_BYTES (256u << 20)
 
 struct sp_report {
     sp_atomic_file h5, json;
@@ -376,5 +378,67 @@ sp_status sp_report_get_provenance(sp_report_reader *r, const char *key, char *b
     SP_TRY(sp_h5_open_group(r->file, "provenance", &g));
     sp_status st = sp_h5_get_str(g, key, buf, len);
     H5Gclose(g);
+    return st;
+}
+
+sp_status sp_report_list(sp_report_reader *r, const char *analyzer, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    char path[300];
+    snprintf(path, sizeof path, analyzer ? "metrics/%s" : "metrics", analyzer);
+    if (!sp_h5_exists(r->file, path))
+        return SP_OK;
+    hid_t g;
+    SP_TRY(sp_h5_open_group(r->file, path, &g));
+    sp_status st = sp_h5_list(g, names, n);
+    H5Gclose(g);
+    return st;
+}
+
+void sp_report_names_free(char **names, int n) { sp_h5_list_free(names, n); }
+
+static sp_status check_summary(sp_report_reader *r, const cJSON *doc, const char *json_path)
+{
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(doc, "format");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "format_version");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "input"), "sha256");
+    if (!doc)
+        return sp_error(SP_ERR_INPUT, "%s: not valid JSON (the summary of %s)", json_path, r->path);
+    if (!cJSON_IsString(format) || strcmp(format->valuestring, SP_REPORT_FORMAT) != 0)
+        return sp_error(SP_ERR_INPUT, "%s: \"format\": expected \"%s\"", json_path, SP_REPORT_FORMAT);
+    if (!cJSON_IsString(version) || atoi(version->valuestring) != SP_REPORT_VERSION_MAJOR)
+        return sp_error(SP_ERR_INPUT, "%s: \"format_version\": expected %d.x", json_path, SP_REPORT_VERSION_MAJOR);
+    if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "metrics")) ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "skipped")) || !cJSON_IsString(sha))
+        return sp_error(SP_ERR_INPUT, "%s: expected the objects \"metrics\", \"skipped\" and \"input\" with "
+                        "\"sha256\"", json_path);
+    char expected_sha[80] = "";
+    SP_TRY(sp_report_get_provenance(r, "input_sha256", expected_sha, sizeof expected_sha));
+    if (strcmp(expected_sha, sha->valuestring) != 0)
+        return sp_error(SP_ERR_INPUT, "%s: input.sha256 %.16s... differs from %s's /provenance input_sha256 "
+                        "%.16s... (the summary of another report)", json_path, sha->valuestring, r->path,
+                        expected_sha);
+    return SP_OK;
+}
+
+sp_status sp_report_read_summary(sp_report_reader *r, cJSON **out)
+{
+    *out = NULL;
+    char *json_path = sp_report_summary_path(r->path);
+    if (!json_path)
+        return sp_error(SP_ERR_NOMEM, "out of memory");
+    unsigned char *text = NULL;
+    size_t size = 0;
+    sp_status st = sp_file_read_all(json_path, SUMMARY_MAX_BYTES, &text, &size);
+    cJSON *doc = st == SP_OK ? cJSON_ParseWithLength((const char *)text, size) : NULL;
+    free(text);
+    if (st == SP_OK)
+        st = check_summary(r, doc, json_path);
+    free(json_path);
+    if (st != SP_OK)
+        cJSON_Delete(doc);
+    else
+        *out = doc;
     return st;
 }

@@ -77,6 +77,15 @@ sp_status sp_report_read_array(sp_report_reader *r, const char *analyzer, const 
 void sp_report_array_free(sp_report_array *a);
 /* The provenance attribute `key` of an open report ("input_sha256", ...) into buf. */
 sp_status sp_report_get_provenance(sp_report_reader *r, const char *key, char *buf, size_t len);
+/* The analyzers that have a /metrics group (analyzer NULL), or the arrays of /metrics/<analyzer>
+ * (none when the report has no such group), in HDF5 name order; free with sp_report_names_free. */
+sp_status sp_report_list(sp_report_reader *r, const char *analyzer, char ***names, int *n);
+void sp_report_names_free(char **names, int n);
+/* The JSON summary beside the open report, parsed and checked: "format", the major version, the
+ * objects "metrics" and "skipped", and "input.sha256" equal to /provenance input_sha256 (so it is
+ * this report's summary). The caller frees it with cJSON_Delete. */
+struct cJSON;
+sp_status sp_report_read_summary(sp_report_reader *r, struct cJSON **out);
 void sp_report_close(sp_report_reader *r);
 
 #endif

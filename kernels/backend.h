@@ -34,6 +34,12 @@ struct sp_backend {
     void (*copy)(void *dst, const void *src, size_t bytes);
     void (*zero)(void *dst, size_t bytes);
     void (*sync)(void); /* wait for queued work (no-op on the CPU) */
+    /* rows x row_bytes from src to dst, rows src_pitch resp. dst_pitch bytes apart (a strided gather) */
+    void (*copy_rows)(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows);
+    /* Bytes of backend memory held through alloc now, and the most held at once since the last
+     * reset_peak (every alloc of the backend counts, its own scratch and solver workspaces too). */
+    void (*mem_stats)(size_t *in_use, size_t *peak);
+    void (*mem_reset_peak)(void);
 
     /* ---- dense linear algebra ----
      * C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m,k], op(B) is [k,n];
@@ -103,6 +109,22 @@ struct sp_backend {
     void (*xent_fwd)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);
     void (*xent_bwd)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
                      sp_real *dlogits);
+
+    /* ---- fp64 dense linear algebra for the analyzers: double whatever sp_real is ----
+     * Covariances are totalled, and every eigen and singular value decomposed, in fp64 on the
+     * backend (LAPACK on the CPU, cuSOLVER on CUDA); only the values come back to the host. */
+    /* y = x (accumulate 0) or y += x (accumulate 1), x widened to double */
+    void (*to_f64)(size_t n, const sp_real *x, double *y, int accumulate);
+    /* gemm in double, the conventions of gemm */
+    void (*gemm_f64)(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                     const double *b, int ldb, double beta, double *c, int ldc);
+    /* Eigenvalues, descending, of `count` symmetric n x n matrices, matrix i at a + i n^2 (both
+     * triangles stored; destroyed), into w + i n. SP_ERR_NUMERIC (one line naming the matrix) when
+     * one does not converge; other errors through sp_error as everywhere. */
+    sp_status (*sym_eigvals)(int n, int count, double *a, double *w);
+    /* Singular values, descending, of `count` row-major m x n matrices at a + i m n (destroyed),
+     * into s + i min(m, n). */
+    sp_status (*singvals)(int m, int n, int count, double *a, double *s);
 
     /* ---- AdamW, bias-corrected, decoupled weight decay (p -= lr * wd * p) at step t >= 1 ---- */
     void (*adamw)(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,

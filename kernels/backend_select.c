@@ -20,7 +20,10 @@ sp_status sp_backend_select(const char *name, const sp_backend **out)
     if (strcmp(name, "cuda") == 0) {
         if (!cuda)
             return sp_error(SP_ERR_USAGE, "--device cuda: %s",
-#ifdef SP_HAVE_CUDA
+#if defined(SP_DOUBLE)
+                            "the float64 build (spanprobe-f64) has no CUDA backend, which is float32 only: use "
+                            "--device cpu"
+#elif defined(SP_HAVE_CUDA)
                             "no CUDA GPU is visible"
 #else
                             "this spanprobe was built without the CUDA backend (nvcc was not found)"

@@ -47,6 +47,10 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
 /* Zeroes every gradient, then back-propagates the mean loss of the last forward pass (which must
  * have had targets) into the parameter gradients and the embedding output gradient. */
 sp_status sp_model_backward(sp_model *m);
+/* Backend bytes the activations of a batch x seq_len forward + backward pass take (the workspace,
+ * plus the attention scratch a backend may allocate per layer); the model's current activations
+ * are left as they are. How the analyzers fit a memory budget. */
+size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len);
 /* Waits for the backend and returns the first failure its ops recorded with sp_error since the last
  * forward pass began (SP_OK on the CPU, whose ops cannot fail). Device ops are void, so this is how
  * a GPU failure (a failed launch, a cuBLAS error) becomes a status: every pass above ends with it,

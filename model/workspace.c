@@ -182,6 +182,24 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
     return SP_OK;
 }
 
+size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len)
+{
+    const int saved_rows = m->cap_rows;
+    const size_t saved_attn = m->cap_attn_saved;
+    m->cap_rows = batch * seq_len;
+    m->cap_attn_saved = m->be->attn_saved_elems(batch, seq_len, m->cfg.n_heads);
+    arena count = {NULL, 0};
+    layout_all(m, &count); /* counting sets every pointer to NULL: carve the live arena again below */
+    const size_t attn_scratch = m->cap_attn_saved * sizeof(sp_real);
+    m->cap_rows = saved_rows;
+    m->cap_attn_saved = saved_attn;
+    if (m->arena) {
+        arena real = {m->arena, 0};
+        layout_all(m, &real);
+    }
+    return count.used + attn_scratch;
+}
+
 sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
 {
     if (!m->probe_arena) {

@@ -177,6 +177,54 @@ static void test_dump_matches_checkpoint(void **state)
 }
 
 /* A run that must fail with `code` before or during the analysis, leaving nothing behind. */
+/* Memory: the backend peak does not grow with the number of evaluation tokens (every analyzer
+ * streams), and --max-memory-gib cuts the sequences per pass (fewer, never none) or refuses a
+ * budget that one sequence does not fit, with exit 8 and no report. */
+static double peak_of_run(const fixture *f, const char *n_tokens, const char *max_gib, int *batch, int *topk)
+{
+    char report[4200];
+    scratch_path(report, sizeof report, "memory_report.h5");
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", report, "--data", f->text, "--n-tokens", n_tokens, "--seq",
+                            "8", "--batch", "4", "--device", "cpu", "--quiet", "--max-memory-gib", max_gib,
+                            "--power-iters", "5", "--jac-tokens", "1", NULL},
+           NULL);
+    report_view v;
+    report_view_open(&v, report);
+    const double peak = report_view_scalar(&v, "run", "peak_backend_mib");
+    *batch = (int)report_view_scalar(&v, "run", "batch");
+    *topk = (int)report_view_scalar(&v, "jacobian", "topk");
+    assert_int_equal((int)report_view_scalar(&v, "jacobian", "topk_requested"), 8);
+    report_view_close(&v);
+    return peak;
+}
+
+static void test_memory_budget(void **state)
+{
+    fixture *f = need_fixture(state);
+    int batch_small, batch_large, batch_capped, topk_small, topk_large, topk_capped;
+    const double small = peak_of_run(f, "48", "8", &batch_small, &topk_small);
+    const double large = peak_of_run(f, "384", "8", &batch_large, &topk_large);
+    assert_true(small > 0);
+    assert_int_equal(batch_small, 4);
+    assert_int_equal(batch_large, 4);
+    assert_int_equal(topk_small, 8);
+    assert_true(large <= small * 1.0001); /* 8x the tokens, the same memory */
+    /* a budget whose half holds about three sequences' activations: the pass batch and the Jacobian's
+     * top-k copies of its sequence are both cut to what fits */
+    const double capped = peak_of_run(f, "48", "0.0003", &batch_capped, &topk_capped);
+    assert_in_range(batch_capped, 1, 3);
+    assert_in_range(topk_capped, 1, 3);
+    assert_true(capped < small);
+    char report[4200], *err = NULL;
+    scratch_path(report, sizeof report, "memory_refused.h5");
+    cli_expect_exit(8, (const char *[]){"analyze", f->ckpt, "--out", report, "--data", f->text, "--seq", "8",
+                                        "--device", "cpu", "--max-memory-gib", "1e-7", NULL},
+                    NULL, &err);
+    assert_non_null(strstr(err, "more than half of --max-memory-gib"));
+    assert_int_equal(access(report, F_OK), -1);
+    free(err);
+}
+
 static void expect_failure(const char *const *args, int code, const char *report, const char *message)
 {
     cli_expect_error(code, args, (const char *[]){message, NULL});
@@ -275,6 +323,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_dump_matches_checkpoint),
+        cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_help),

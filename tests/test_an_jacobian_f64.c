@@ -8,8 +8,9 @@
  *   the iterations converge: relative error < 1e-7;
  * - end to end: the SVD of the product of the finite-difference block Jacobians J_{L-1} ... J_l;
  * - token-local: the diagonal (t, t) block of the finite-difference Jacobian, entry by entry
- *   (sp_block_token_jacobians, with one and with many copies per forward pass), and its sigma_max and
- *   Frobenius norm in the report.
+ *   (sp_block_token_jacobians, with one and with many copies per forward pass, gathered on the
+ *   backend as J_t^T), every singular value of the backend's batched SVD of it, and its sigma_max
+ *   and Frobenius norm in the report.
  * Known answers:
  * - pre with W_O = W_2 = 0 in every block: each block is the identity: every singular value 1,
  *   token-local sigma 1 and ||J_t||_F / sqrt(d) = 1, end to end 1;
@@ -217,23 +218,40 @@ static void check_against_fd(fixture *f, const char *what)
         }
     }
 
-    /* J_t entry by entry at the last position and at position 2, one copy and many per pass */
-    double *jt = malloc((size_t)f->L * sd * sd * sizeof *jt);
+    /* J_t entry by entry at the last position and at position 2, one copy and many per pass (the
+     * backend holds J_t^T), and all its singular values from the backend's batched SVD */
+    const sp_backend *be = sp_model_backend(f->m);
+    const size_t nn = (size_t)sd * sd;
+    double *jt_dev = be->alloc((size_t)f->L * nn * sizeof *jt_dev, "J_t");
+    double *s_dev = be->alloc((size_t)f->L * sd * sizeof *s_dev, "J_t singular values");
+    double *jt = malloc((size_t)f->L * nn * sizeof *jt), *sv = malloc((size_t)f->L * sd * sizeof *sv);
     const int positions[2] = {T - 1, 2}, max_rows[2] = {1, 1000};
     for (int p = 0; p < 2; p++) {
-        assert_int_equal(sp_block_token_jacobians(f->m, f->r.tokens, positions[p] + 1, max_rows[p], jt), SP_OK);
+        assert_int_equal(sp_block_token_jacobians(f->m, f->r.tokens, positions[p] + 1, max_rows[p], jt_dev), SP_OK);
+        be->download(jt, jt_dev, (size_t)f->L * nn * sizeof *jt);
+        assert_int_equal(be->singvals(sd, sd, f->L, jt_dev, s_dev), SP_OK);
+        be->download(sv, s_dev, (size_t)f->L * sd * sizeof *sv);
         for (int l = 0; l < f->L; l++) {
             double *b = diagonal_block(f, jac[l], positions[p]);
             double err = 0, scale = 0;
-            for (int e = 0; e < sd * sd; e++) {
-                err = fmax(err, fabs(jt[(size_t)l * sd * sd + e] - b[e]));
-                scale = fmax(scale, fabs(b[e]));
-            }
+            for (int r = 0; r < sd; r++)
+                for (int c = 0; c < sd; c++) {
+                    err = fmax(err, fabs(jt[(size_t)l * nn + (size_t)c * sd + r] - b[r * sd + c]));
+                    scale = fmax(scale, fabs(b[r * sd + c]));
+                }
             assert_below(err / scale, 1e-8, "%s J_t entries, block %d, t = %d", what, l, positions[p]);
+            double *s = svd(sd, b);
+            for (int e = 0; e < sd; e++)
+                assert_below(fabs(sv[(size_t)l * sd + e] - s[e]) / s[0], TOL, "%s J_t sigma_%d, block %d, t = %d", what,
+                             e + 1, l, positions[p]);
+            free(s);
             free(b);
         }
     }
+    be->free(jt_dev);
+    be->free(s_dev);
     free(jt);
+    free(sv);
     for (int l = 0; l < f->L; l++)
         free(jac[l]);
     free(jac);

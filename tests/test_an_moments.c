@@ -1,7 +1,11 @@
 /* The analyzers' streaming building blocks on the CPU backend: row statistics taken from the norm
  * ops (analyzers/rowops.h) against plain loops, and column moments and cross-products accumulated
- * batch by batch over more rows than one partial sum holds (analyzers/moments.h) against a two-pass
- * fp64 computation, on data whose mean dwarfs its spread (what the shift is for). */
+ * batch by batch over more rows than one partial sum holds, with many flushes into the backend fp64
+ * totals (analyzers/moments.h), against a naive fp64 computation in double, on data whose mean
+ * dwarfs its spread (what the shift is for): the raw totals and the host centering after a download,
+ * the centered cross-product and covariance formed on the backend, and the batched path of the
+ * spectra (contiguous covariances, one be->sym_eigvals) against LAPACK on host copies one matrix at
+ * a time. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "analyzers/linalg.h"
 #include "analyzers/moments.h"
 #include "support/assert_err.h"
 #include "support/vec_util.h"
@@ -156,6 +161,19 @@ static void test_rowops_nonfinite(void **state)
     be->free(x);
 }
 
+/* sum_t (x_t - shift)(y_t - shift_y)^T in fp64: the totals the accumulator holds. */
+static void reference_totals(const sp_real *x, int dx, const double *sx, const sp_real *y, int dy, const double *sy,
+                             double *out)
+{
+    for (int i = 0; i < dx; i++)
+        for (int j = 0; j < dy; j++) {
+            double s = 0;
+            for (int t = 0; t < N; t++)
+                s += (x[t * dx + i] - sx[i]) * (y[t * dy + j] - sy[j]);
+            out[i * dy + j] = s;
+        }
+}
+
 static void test_streamed_moments(void **state)
 {
     (void)state;
@@ -173,31 +191,50 @@ static void test_streamed_moments(void **state)
     assert_int_equal(sp_mom_cross_init(&ab, be, DA, DB), SP_OK);
     sp_real *sa = be->alloc(MAX_BATCH * DA * sizeof(sp_real), "test"), *sb = be->alloc(MAX_BATCH * DB * sizeof(sp_real), "test");
 
-    /* uneven batches, more rows in all than one partial sum holds */
-    int t0 = 0, step = 1;
+    /* uneven batches, more rows in all than one partial sum holds; A^T A is also flushed by hand
+     * every few batches (flushes at any point only move partial sums into the totals) */
+    int t0 = 0, step = 1, batches = 0;
     while (t0 < N) {
         int rows = N - t0 < step ? N - t0 : step;
         assert_int_equal(sp_mom_cols_add(&ca, a_dev + (size_t)t0 * DA, rows, sa), SP_OK);
         assert_int_equal(sp_mom_cols_add(&cb, b_dev + (size_t)t0 * DB, rows, sb), SP_OK);
         assert_int_equal(sp_mom_cross_add(&aa, sa, sa, rows), SP_OK);
         assert_int_equal(sp_mom_cross_add(&ab, sa, sb, rows), SP_OK);
+        if (++batches % 5 == 0)
+            assert_int_equal(sp_mom_cross_flush(&aa), SP_OK);
         t0 += rows;
         step = step * 3 % MAX_BATCH + 1;
     }
-    assert_true(N > SP_MOMENTS_FLUSH_ROWS);
+    assert_true(N > SP_MOMENTS_FLUSH_ROWS && batches > 10);
     assert_int_equal(sp_mom_cols_flush(&ca), SP_OK);
     assert_int_equal(sp_mom_cols_flush(&cb), SP_OK);
-    assert_int_equal(sp_mom_cross_flush(&aa), SP_OK);
-    assert_int_equal(sp_mom_cross_flush(&ab), SP_OK);
     assert_int_equal(ca.n, N);
 
+    /* the fp64 totals, downloaded, then centered on the host (what cka does) */
     double got[DA * DA], want[DA * DA];
-    sp_mom_centered(&aa, &ca, &ca, got);
+    assert_int_equal(sp_mom_cross_download(&aa, got), SP_OK);
+    reference_totals(a, DA, ca.shift_host, a, DA, ca.shift_host, want);
+    assert_below(max_rel(DA * DA, got, want), 1e-5, "A^T A totals");
+    sp_mom_centered_host(got, &ca, &ca, got);
     reference(a, DA, a, DA, want);
-    assert_below(max_rel(DA * DA, got, want), 1e-5, "centered A^T A");
-    sp_mom_centered(&ab, &ca, &cb, got);
+    assert_below(max_rel(DA * DA, got, want), 1e-5, "centered A^T A on the host");
+    assert_int_equal(sp_mom_cross_download(&ab, got), SP_OK);
+    reference_totals(a, DA, ca.shift_host, b, DB, cb.shift_host, want);
+    assert_below(max_rel(DA * DB, got, want), 1e-5, "A^T B totals");
+
+    /* centered on the backend, in place: the centered cross-product and the covariance */
+    assert_int_equal(sp_mom_cross_center(&ab, &ca, &cb, 1.0), SP_OK);
+    be->download(got, ab.total, DA * DB * sizeof *got);
     reference(a, DA, b, DB, want);
-    assert_below(max_rel(DA * DB, got, want), 1e-5, "centered A^T B");
+    assert_below(max_rel(DA * DB, got, want), 1e-5, "centered A^T B on the backend");
+    assert_int_equal(sp_mom_cross_center(&aa, &ca, &ca, 1.0 / (N - 1)), SP_OK);
+    be->download(got, aa.total, DA * DA * sizeof *got);
+    reference(a, DA, a, DA, want);
+    for (int i = 0; i < DA * DA; i++)
+        want[i] /= N - 1;
+    assert_below(max_rel(DA * DA, got, want), 1e-5, "covariance of A on the backend");
+    /* a centered accumulator takes no more rows */
+    assert_int_equal(sp_mom_cross_add(&aa, sa, sa, 1), SP_ERR_INTERNAL);
 
     double mean[DA];
     sp_mom_cols_mean(&ca, mean);
@@ -221,12 +258,88 @@ static void test_streamed_moments(void **state)
     free(b);
 }
 
+/* The spectra path: COUNT covariances in one contiguous batch, decomposed by one be->sym_eigvals
+ * call, against host copies of the same covariances decomposed one at a time by LAPACK (the same
+ * dsyevd per matrix: bit-identical), and the covariances against the naive fp64 ones. */
+static void test_batched_covariance_eigvals(void **state)
+{
+    (void)state;
+    enum { COUNT = 3, DIM = DA, ROWS = 900 };
+    const sp_backend *be = sp_backend_cpu();
+    sp_real *x[COUNT], *x_dev[COUNT];
+    sp_rng rng;
+    sp_rng_seed(&rng, 23);
+    for (int c = 0; c < COUNT; c++) {
+        x[c] = vec_zeros((size_t)ROWS * DIM);
+        for (int t = 0; t < ROWS; t++)
+            for (int j = 0; j < DIM; j++) /* unequal variances, correlated columns, a large mean */
+                x[c][t * DIM + j] = (sp_real)(500 + (1 + c + j) * sp_rng_normal(&rng) + (j ? 0.5 * x[c][t * DIM] : 0));
+        x_dev[c] = to_backend(be, (size_t)ROWS * DIM, x[c]);
+    }
+    sp_rowops ro;
+    assert_int_equal(sp_rowops_init(&ro, be, MAX_BATCH, DIM), SP_OK);
+    sp_mom_cols cols[COUNT];
+    sp_mom_batch batch;
+    assert_int_equal(sp_mom_batch_init(&batch, be, COUNT, DIM), SP_OK);
+    sp_real *shifted = be->alloc(MAX_BATCH * DIM * sizeof(sp_real), "test");
+    for (int c = 0; c < COUNT; c++) {
+        assert_int_equal(sp_mom_cols_init(&cols[c], &ro, DIM), SP_OK);
+        for (int t0 = 0; t0 < ROWS; t0 += 250) {
+            int rows = ROWS - t0 < 250 ? ROWS - t0 : 250;
+            assert_int_equal(sp_mom_cols_add(&cols[c], x_dev[c] + (size_t)t0 * DIM, rows, shifted), SP_OK);
+            assert_int_equal(sp_mom_cross_add(&batch.cross[c], shifted, shifted, rows), SP_OK);
+        }
+    }
+    assert_int_equal(sp_mom_batch_covariances(&batch, cols, "test"), SP_OK);
+    double host[COUNT][DIM * DIM], one[COUNT][DIM], batched[COUNT * DIM];
+    be->download(host, batch.totals, sizeof host);
+    for (int c = 0; c < COUNT; c++) {
+        double mean[DIM] = {0}, want[DIM * DIM];
+        for (int t = 0; t < ROWS; t++)
+            for (int j = 0; j < DIM; j++)
+                mean[j] += x[c][t * DIM + j] / (double)ROWS;
+        for (int i = 0; i < DIM; i++)
+            for (int j = 0; j < DIM; j++) {
+                double s = 0;
+                for (int t = 0; t < ROWS; t++)
+                    s += (x[c][t * DIM + i] - mean[i]) * (x[c][t * DIM + j] - mean[j]);
+                want[i * DIM + j] = s / (ROWS - 1);
+            }
+        assert_below(max_rel(DIM * DIM, host[c], want), 1e-5, "covariance %d", c);
+        assert_int_equal(sp_linalg_sym_eigvals(DIM, host[c], one[c]), SP_OK);
+    }
+    assert_int_equal(sp_mom_batch_eigvals(&batch, batched), SP_OK);
+    for (int c = 0; c < COUNT; c++)
+        for (int i = 0; i < DIM; i++) {
+            assert_true(batched[c * DIM + i] == one[c][i]);
+            assert_true(i == 0 || batched[c * DIM + i] <= batched[c * DIM + i - 1]); /* descending */
+        }
+    sp_mom_batch_free(&batch);
+
+    /* fewer than 2 rows: no covariance */
+    assert_int_equal(sp_mom_batch_init(&batch, be, 1, DIM), SP_OK);
+    sp_mom_cols_free(&cols[0]);
+    assert_int_equal(sp_mom_cols_init(&cols[0], &ro, DIM), SP_OK);
+    assert_int_equal(sp_mom_cols_add(&cols[0], x_dev[0], 1, shifted), SP_OK);
+    assert_int_equal(sp_mom_batch_covariances(&batch, cols, "test"), SP_ERR_INPUT);
+    sp_mom_batch_free(&batch);
+
+    for (int c = 0; c < COUNT; c++) {
+        sp_mom_cols_free(&cols[c]);
+        be->free(x_dev[c]);
+        free(x[c]);
+    }
+    be->free(shifted);
+    sp_rowops_free(&ro);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowops),
         cmocka_unit_test(test_rowops_nonfinite),
         cmocka_unit_test(test_streamed_moments),
+        cmocka_unit_test(test_batched_covariance_eigvals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,10 @@
  * mean, exactly orthogonal) in k rotated directions plus an offset have k equal covariance
  * eigenvalues, so soft and hard rank are k / D and the participation ratio is k; scaled patterns
  * give known unequal eigenvalues, hence known ranks and EDR. Independent reference: the covariance
- * from plain fp64 loops, its eigenvalues by LAPACK, on random data, streamed in single sequences. */
+ * from plain fp64 loops, its eigenvalues by LAPACK, on random data, streamed in single sequences.
+ * Memory: the backend peak of a spectra run (be->mem_stats after be->mem_reset_peak, which the
+ * driver takes per stage and records as run/peak_backend_mib) is the same on 4x the evaluation
+ * tokens, and holds the fp64 totals and sp_real partial sums of every layer. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -213,11 +216,58 @@ static void test_against_reference(void **state)
         free(h[l]);
 }
 
+/* Backend peak bytes of a hidden_spectra + ffn_spectra run on a random dump of n_seqs sequences,
+ * two per pass. */
+static double spectra_peak(int n_seqs, const char *name)
+{
+    const int rows = n_seqs * SEQ;
+    sp_rng rng;
+    sp_rng_seed(&rng, 41);
+    sp_real *h[NH], *lat[L];
+    for (int l = 0; l < NH; l++)
+        h[l] = vec_random(&rng, (size_t)rows * D, 1.0);
+    for (int l = 0; l < L; l++)
+        lat[l] = vec_random(&rng, (size_t)rows * DFF, 1.0);
+    char dump[4200], dump_name[80], report[4200];
+    snprintf(dump_name, sizeof dump_name, "dump_%s", name);
+    scratch_path(dump, sizeof dump, dump_name);
+    act_dump_spec spec = {.n_layers = L, .d_model = D, .n_streams = 1, .d_ff = DFF, .batch = n_seqs, .seq_len = SEQ,
+                          .hidden = h, .latent = lat};
+    act_dump_write(dump, &spec);
+    sp_analyze_options o;
+    sp_analyze_options_defaults(&o);
+    snprintf(o.metrics, sizeof o.metrics, "hidden_spectra,ffn_spectra");
+    o.batch = 2;
+    scratch_path(report, sizeof report, name);
+    act_dump_analyze(dump, report, &o);
+    report_view v;
+    report_view_open(&v, report);
+    assert_int_equal((int)report_view_scalar(&v, "ffn_spectra", "n_tokens"), rows);
+    const double peak = report_view_scalar(&v, "run", "peak_backend_mib") * 1048576.0;
+    report_view_close(&v);
+    for (int l = 0; l < NH; l++)
+        free(h[l]);
+    for (int l = 0; l < L; l++)
+        free(lat[l]);
+    return peak;
+}
+
+static void test_memory_flat_in_tokens(void **state)
+{
+    (void)state;
+    const double small = spectra_peak(BATCH, "mem_small.h5"), large = spectra_peak(4 * BATCH, "mem_large.h5");
+    /* every block's FFN covariance accumulator: fp64 totals and sp_real partial sums */
+    assert_true(small >= (double)L * DFF * DFF * (sizeof(double) + sizeof(sp_real)));
+    if (large > small)
+        fail_msg("backend peak %.0f bytes on %d tokens, %.0f on 4x as many", small, BATCH * SEQ, large);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_spectra),
         cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_memory_flat_in_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

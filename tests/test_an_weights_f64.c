@@ -168,6 +168,20 @@ static void test_diagonal_and_zero(void **state)
     assert_int_equal(svq.rank, 2);
     assert_int_equal(svq.shape[0], cfg.n_heads);
     sp_report_array_free(&svq);
+    /* one kv head: the per-head arrays of W_K and W_V hold that head, the table's own cells */
+    const int kinds[2] = {M_WK, M_WV};
+    const char *kind_names[2] = {"heads_wk", "heads_wv"};
+    for (int kind = 0; kind < 2; kind++) {
+        sp_report_array heads = an_run_array(&r, "weights", kind_names[kind]);
+        assert_int_equal(heads.shape[1], 1);
+        for (int l = 0; l < cfg.n_layers; l++)
+            for (int st = 0; st < 3; st++) {
+                const double want = t[(size_t)st * cells + (size_t)l * N_MATRICES + (size_t)kinds[kind]];
+                const double got = heads.data[l * 3 + st];
+                assert_true(got == want || (isnan(got) && isnan(want)));
+            }
+        sp_report_array_free(&heads);
+    }
 
     assert_true(isinf(t[at_w2]) && t[at_w2] > 0);
     assert_true(t[cells + at_w2] == 0);

@@ -20,30 +20,11 @@
 #include "model/model.h"
 #include "train/train.h"
 #include "train/trainlog.h"
+#include "support/gpu.h"
 #include "support/model_fixture.h"
 #include "support/scratch.h"
 #include "support/stories260k.h"
 #include "support/tree.h"
-
-static int tf32_on(void)
-{
-    const char *tf32 = getenv("SPANPROBE_TF32");
-    return tf32 && strcmp(tf32, "1") == 0;
-}
-
-/* The CUDA backend, or a skip (saying why once). */
-static const sp_backend *require_gpu(void)
-{
-    static int said;
-    const sp_backend *gpu = sp_backend_cuda();
-    if (!gpu) {
-        if (!said++)
-            print_message("skipped: no CUDA GPU\n");
-        skip();
-    }
-    sp_error_clear();
-    return gpu;
-}
 
 /* ---- gradients ---- */
 
@@ -75,7 +56,7 @@ static double norm_diff(size_t n, const double *a, const double *b)
 
 static void check_grads(int variant, int norm, int ffn, int pos)
 {
-    const sp_backend *gpu = require_gpu();
+    const sp_backend *gpu = gpu_require();
     sp_config cfg;
     fixture_tiny_config(&cfg, variant, norm, ffn, pos);
     sp_model *cpu_m = fixture_model(&cfg, 11, 0.2), *gpu_m = NULL;
@@ -101,7 +82,7 @@ static void check_grads(int variant, int norm, int ffn, int pos)
     double *g_cpu = host_grads(cpu_m, tokens, targets, BATCH, SEQ, &loss_cpu);
     double *g_gpu = host_grads(gpu_m, tokens, targets, BATCH, SEQ, &loss_gpu);
 
-    const double tol = tf32_on() ? 2e-2 : 1e-4;
+    const double tol = gpu_tf32() ? 2e-2 : 1e-4;
     const size_t n = sp_model_n_weights(cpu_m);
     const double g_norm = norm_diff(n, g_cpu, NULL);
     assert_true(g_norm > 0);
@@ -160,7 +141,7 @@ static void test_grads_siamese(void **state)
 static void test_stories260k_greedy_gpu(void **state)
 {
     (void)state;
-    require_gpu();
+    gpu_require();
     char ckpt[4200];
     stories260k_import("stories260K_gpu.h5", ckpt, sizeof ckpt, NULL);
     char *out = stories260k_greedy_text(ckpt, "180", "cuda");
@@ -232,7 +213,7 @@ static double *train_losses(const char *dir_name, const char *device, const char
 static void test_train_curves_agree(void **state)
 {
     (void)state;
-    require_gpu();
+    gpu_require();
     char text[4096], dir_cpu[4096], dir_gpu[4096];
     write_words("gpu_train.txt", 40000, text, sizeof text);
     int64_t n_cpu, n_gpu;
@@ -240,7 +221,7 @@ static void test_train_curves_agree(void **state)
     double *gpu = train_losses("curve_gpu", "cuda", text, "50", "0", dir_gpu, sizeof dir_gpu, &n_gpu);
     assert_int_equal(n_cpu, 50);
     assert_int_equal(n_gpu, 50);
-    const double tol = tf32_on() ? 5e-2 : 2e-3;
+    const double tol = gpu_tf32() ? 5e-2 : 2e-3;
     for (int64_t r = 0; r < n_cpu; r++)
         if (!(fabs(gpu[r] - cpu[r]) <= tol * cpu[r]))
             fail_msg("step %lld: training loss %.6f on the GPU vs %.6f on the CPU (tolerance %.0e relative)",
@@ -255,7 +236,7 @@ static void test_train_curves_agree(void **state)
 static void test_gpu_resume_is_bit_identical(void **state)
 {
     (void)state;
-    require_gpu();
+    gpu_require();
     char text[4096], dir[4096], last[4400];
     write_words("gpu_resume.txt", 40000, text, sizeof text);
     int64_t n_straight, n_resumed;

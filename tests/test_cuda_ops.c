@@ -12,7 +12,10 @@
  * Outputs that ops overwrite start as NaN on the GPU side, so an element left unwritten fails;
  * gradients that ops ADD into start at the same random values on both sides. The row-summed
  * gradients (norm dgain/dbias, embedding dtok/dpos) and the reductions are also run twice and must
- * match bit for bit (no atomics on the GPU). */
+ * match bit for bit (no atomics on the GPU).
+ *
+ * The fp64 ops for the analyzers (to_f64, gemm_f64, sym_eigvals, singvals) are held to the CPU
+ * backend (LAPACK) in double, with their own tolerances (F64_GEMM_TOL, SPECTRAL_TOL below). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,10 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/backend.h"
 #include "tests/support/assert_err.h"
+#include "tests/support/gpu.h"
 #include "tests/support/op_compare.h"
+#include "tests/support/spectral_matrices.h"
 #include "tests/support/vec_util.h"
 
 #define OP_TOL 1e-5
@@ -34,24 +40,13 @@
 
 static const sp_backend *cpu_be, *gpu_be;
 
-static double gemm_tol(void)
-{
-    const char *tf32 = getenv("SPANPROBE_TF32");
-    return tf32 && strcmp(tf32, "1") == 0 ? 5e-3 : 1e-5;
-}
+static double gemm_tol(void) { return gpu_tf32() ? 5e-3 : 1e-5; }
 
-/* Every test starts with this: skips (saying why once) when there is no CUDA GPU. */
+/* Every test starts with this: the backends, or a skip without a GPU. */
 static void require_gpu(void)
 {
-    static int said;
     cpu_be = sp_backend_cpu();
-    gpu_be = sp_backend_cuda();
-    if (!gpu_be) {
-        if (!said++)
-            print_message("skipped: no CUDA GPU\n");
-        skip();
-    }
-    sp_error_clear();
+    gpu_be = gpu_require();
 }
 
 /* After GPU work: no CUDA call may have failed. */
@@ -594,6 +589,301 @@ static void test_naive_references(void **state)
     assert_no_error("naive reference comparisons");
 }
 
+/* ---- the fp64 ops for the analyzers ----
+ * - to_f64 and copy_rows move or widen bits: exact.
+ * - F64_GEMM_TOL 1e-13: dgemm, products summed in another order (~1e-15 here).
+ * - SPECTRAL_TOL 1e-10, of the largest value: cuSOLVER syevd/gesvd and LAPACK dsyevd/dgesdd are all
+ *   backward stable (each value within ~n eps ||A||, ~1e-13 at n = 300). The Gram route of singvals
+ *   adds ~eps ||A||^2 to each squared value: relative to sigma_i that is eps (sigma_max / sigma_i)^2,
+ *   at most ~1e-6 where the route is used (docs/cuda.md), ~1e-14 for these random matrices; the
+ *   ill-conditioned matrices (cond 1e8) must come back through gesvd, so their smallest values are
+ *   also checked against the exact ones at SMALL_SV_TOL 1e-4 relative (the Gram route alone would be
+ *   off by 100% there). */
+#define F64_GEMM_TOL 1e-13
+#define SPECTRAL_TOL 1e-10
+#define SMALL_SV_TOL 1e-4
+
+static double *host_doubles(size_t n)
+{
+    double *x = calloc(n ? n : 1, sizeof *x);
+    assert_non_null(x);
+    return x;
+}
+
+static double *be_doubles(const sp_backend *be, const double *host, size_t n)
+{
+    double *p = be->alloc(n * sizeof *p, "test doubles");
+    assert_non_null(p);
+    be->upload(p, host, n * sizeof *p);
+    return p;
+}
+
+static double *downloaded(const sp_backend *be, const double *p, size_t n)
+{
+    double *host = host_doubles(n);
+    be->download(host, p, n * sizeof *host);
+    return host;
+}
+
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* sym_eigvals (m = 0) or singvals of `count` host matrices on one backend: a new host array of the
+ * values; the op must succeed. */
+static double *spectrum_on(const sp_backend *be, int m, int n, int count, const double *a)
+{
+    const int k = m == 0 ? n : m < n ? m : n;
+    const size_t n_a = (size_t)count * (size_t)(m == 0 ? n : m) * n, n_v = (size_t)count * k;
+    double *a_be = be_doubles(be, a, n_a), *v_be = be->alloc(n_v * sizeof(double), "test values");
+    assert_non_null(v_be);
+    sp_status st = m == 0 ? be->sym_eigvals(n, count, a_be, v_be) : be->singvals(m, n, count, a_be, v_be);
+    if (st != SP_OK)
+        fail_msg("%s on %s: %s", m == 0 ? "sym_eigvals" : "singvals", be->name, sp_error_message());
+    double *v = downloaded(be, v_be, n_v);
+    be->free(a_be);
+    be->free(v_be);
+    return v;
+}
+
+/* Both backends on the same matrices: every value within SPECTRAL_TOL of each matrix's largest, the
+ * GPU's values descending. Returns the GPU values (the caller frees). */
+static double *check_spectrum(int m, int n, int count, const double *a, const char *what)
+{
+    const int k = m == 0 ? n : m < n ? m : n;
+    double *gpu = spectrum_on(gpu_be, m, n, count, a), *cpu = spectrum_on(cpu_be, m, n, count, a);
+    assert_no_error(what);
+    for (int i = 0; i < count; i++) {
+        const double *g = gpu + (size_t)i * k, *c = cpu + (size_t)i * k;
+        if (!spm_is_descending((size_t)k, g))
+            fail_msg("%s, matrix %d: the GPU's values are not descending", what, i);
+        double scale = spm_max_abs((size_t)k, c);
+        assert_below(spm_max_abs_diff((size_t)k, g, c) / (scale > 0 ? scale : 1), SPECTRAL_TOL,
+                     "%s, matrix %d of %d: GPU vs CPU, of the largest", what, i, count);
+    }
+    free(cpu);
+    return gpu;
+}
+
+static void test_f64_copy_rows_and_mem_stats(void **state)
+{
+    (void)state;
+    require_gpu();
+    enum { ROWS = 9, SRC_PITCH = 52, DST_PITCH = 37, ROW_BYTES = 29 };
+    unsigned char src[ROWS * SRC_PITCH], dst[ROWS * DST_PITCH], expect[ROWS * DST_PITCH];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (unsigned char)(i * 13 + 5);
+    memset(expect, 0x5A, sizeof expect); /* the gaps between rows keep this */
+    for (int r = 0; r < ROWS; r++)
+        memcpy(expect + r * DST_PITCH, src + r * SRC_PITCH, ROW_BYTES);
+    memset(dst, 0x5A, sizeof dst);
+    unsigned char *src_gpu = gpu_copy(src, sizeof src), *dst_gpu = gpu_copy(dst, sizeof dst);
+    gpu_be->copy_rows(dst_gpu, DST_PITCH, src_gpu, SRC_PITCH, ROW_BYTES, ROWS);
+    gpu_be->download(dst, dst_gpu, sizeof dst);
+    assert_no_error("copy_rows");
+    assert_memory_equal(dst, expect, sizeof dst);
+    gpu_be->copy_rows(dst_gpu, 0, src_gpu + 3 * SRC_PITCH, 0, ROW_BYTES, 1); /* one row: pitches unused */
+    gpu_be->download(dst, dst_gpu, sizeof dst);
+    assert_no_error("copy_rows of one row");
+    assert_memory_equal(dst, src + 3 * SRC_PITCH, ROW_BYTES);
+
+    size_t in_use0, peak0, in_use, peak;
+    gpu_be->mem_reset_peak();
+    gpu_be->mem_stats(&in_use0, &peak0);
+    assert_int_equal(peak0, in_use0);
+    void *a = gpu_be->alloc(1 << 20, "a"), *b = gpu_be->alloc(3 << 20, "b");
+    assert_non_null(a);
+    assert_non_null(b);
+    gpu_be->mem_stats(&in_use, &peak);
+    assert_int_equal(in_use, in_use0 + (4 << 20));
+    assert_int_equal(peak, in_use0 + (4 << 20));
+    gpu_be->free(b);
+    gpu_be->mem_stats(&in_use, &peak);
+    assert_int_equal(in_use, in_use0 + (1 << 20)); /* free lowers in_use only */
+    assert_int_equal(peak, in_use0 + (4 << 20));
+    gpu_be->mem_reset_peak();
+    gpu_be->free(a);
+    gpu_be->mem_stats(&in_use, &peak);
+    assert_int_equal(in_use, in_use0);
+    assert_int_equal(peak, in_use0 + (1 << 20));
+    gpu_be->free(src_gpu);
+    gpu_be->free(dst_gpu);
+}
+
+static void test_f64_widen_and_gemm(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 50);
+    const size_t n = 100003;
+    dual x = dual_random(&rng, n, 3.0);
+    double *y0 = host_doubles(n);
+    for (size_t i = 0; i < n; i++)
+        y0[i] = 1e-3 * sp_rng_normal(&rng);
+    double *y_gpu = be_doubles(gpu_be, y0, n), *y_cpu = be_doubles(cpu_be, y0, n);
+    for (int accumulate = 1; accumulate >= 0; accumulate--) {
+        gpu_be->to_f64(n, x.gpu, y_gpu, accumulate);
+        cpu_be->to_f64(n, x.cpu, y_cpu, accumulate);
+        double *got = downloaded(gpu_be, y_gpu, n);
+        assert_no_error("to_f64");
+        if (memcmp(got, y_cpu, n * sizeof *got) != 0)
+            fail_msg("to_f64 (accumulate %d): GPU and CPU differ (the widening is exact)", accumulate);
+        free(got);
+    }
+    gpu_be->free(y_gpu);
+    cpu_be->free(y_cpu);
+    dual_free(&x);
+    free(y0);
+
+    const int m = 61, nn = 47, k = 83;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int with_beta = 0; with_beta < 2; with_beta++) {
+                const int lda = (ta ? m : k) + 3, ldb = (tb ? k : nn) + 2, ldc = nn + 1;
+                const size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? nn : k) * ldb, nc = (size_t)m * ldc;
+                double *a = host_doubles(na), *b = host_doubles(nb), *c = host_doubles(nc);
+                for (size_t i = 0; i < na; i++)
+                    a[i] = sp_rng_normal(&rng);
+                for (size_t i = 0; i < nb; i++)
+                    b[i] = sp_rng_normal(&rng);
+                for (size_t i = 0; i < nc; i++)
+                    c[i] = with_beta || i % ldc == (size_t)nn ? sp_rng_normal(&rng) : NAN; /* NaN: overwritten */
+                const double beta = with_beta ? -0.5 : 0.0;
+                double *a_g = be_doubles(gpu_be, a, na), *b_g = be_doubles(gpu_be, b, nb), *c_g = be_doubles(gpu_be, c, nc);
+                gpu_be->gemm_f64(ta, tb, m, nn, k, 1.25, a_g, lda, b_g, ldb, beta, c_g, ldc);
+                cpu_be->gemm_f64(ta, tb, m, nn, k, 1.25, a, lda, b, ldb, beta, c, ldc);
+                double *got = downloaded(gpu_be, c_g, nc);
+                assert_no_error("gemm_f64");
+                assert_below(spm_max_abs_diff(nc, got, c) / spm_max_abs(nc, c), F64_GEMM_TOL,
+                             "gemm_f64 trans %d %d beta %g: GPU vs CPU", ta, tb, beta);
+                gpu_be->free(a_g);
+                gpu_be->free(b_g);
+                gpu_be->free(c_g);
+                free(a);
+                free(b);
+                free(c);
+                free(got);
+            }
+}
+
+/* count random symmetric n x n matrices (a + a^T) / 2, a ~ N(0, 1), packed */
+static double *random_symmetric(sp_rng *rng, int n, int count)
+{
+    const size_t nn = (size_t)n * n;
+    double *a = host_doubles((size_t)count * nn);
+    for (int c = 0; c < count; c++)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j <= i; j++)
+                a[c * nn + (size_t)i * n + j] = a[c * nn + (size_t)j * n + i] = sp_rng_normal(rng);
+    return a;
+}
+
+static void test_f64_sym_eigvals(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 51);
+    /* closed forms, odd n (the middle value stays in place when reversed), one and three matrices */
+    const int n = 7;
+    double *toeplitz = spm_toeplitz_2_1(n), *toeplitz_eig = spm_toeplitz_2_1_eigvals(n);
+    double *w = spectrum_on(gpu_be, 0, n, 1, toeplitz);
+    assert_no_error("sym_eigvals of one matrix");
+    assert_below(spm_max_abs_diff((size_t)n, w, toeplitz_eig) / 4, SPECTRAL_TOL, "Toeplitz (2, -1) n %d", n);
+    free(w);
+    double *small = random_symmetric(&rng, n, 3);
+    free(check_spectrum(0, n, 3, small, "sym_eigvals of 3 matrices 7 x 7"));
+
+    /* 12 matrices of n = 300: every solver stream gets three, and the solver memory is counted */
+    const int big_n = 300, count = 12;
+    double *big = random_symmetric(&rng, big_n, count);
+    const size_t big_elems = (size_t)count * big_n * big_n;
+    double *a_gpu = be_doubles(gpu_be, big, big_elems), *w_gpu = gpu_be->alloc((size_t)count * big_n * sizeof(double), "w");
+    assert_non_null(w_gpu);
+    size_t in_use0, peak0, in_use1, peak1;
+    gpu_be->sync();
+    gpu_be->mem_reset_peak();
+    gpu_be->mem_stats(&in_use0, &peak0);
+    double t0 = now_ms();
+    assert_int_equal(gpu_be->sym_eigvals(big_n, count, a_gpu, w_gpu), SP_OK);
+    gpu_be->sync();
+    print_message("sym_eigvals of %d matrices %d x %d on the GPU: %.1f ms\n", count, big_n, big_n, now_ms() - t0);
+    gpu_be->mem_stats(&in_use1, &peak1);
+    assert_true(peak1 > in_use0);   /* info flags and any workspace growth went through alloc */
+    assert_true(in_use1 >= in_use0); /* workspaces are kept, the rest is freed */
+    gpu_be->free(a_gpu);
+    gpu_be->free(w_gpu);
+    free(check_spectrum(0, big_n, count, big, "sym_eigvals of 12 matrices 300 x 300"));
+    free(toeplitz);
+    free(toeplitz_eig);
+    free(small);
+    free(big);
+}
+
+/* count matrices m x n: matrix `ill` (if >= 0) has condition number 1e8 (singular values log-spaced
+ * from 1 to 1e-8, into ill_sv), matrix `zero` (if >= 0) is 0, the others are N(0, 1). */
+static double *singvals_batch(sp_rng *rng, int m, int n, int count, int ill, int zero, double *ill_sv)
+{
+    const int k = m < n ? m : n;
+    const size_t mn = (size_t)m * n;
+    double *a = host_doubles((size_t)count * mn);
+    for (int i = 0; i < count; i++) {
+        if (i == zero)
+            continue;
+        if (i == ill) {
+            for (int j = 0; j < k; j++)
+                ill_sv[j] = pow(10.0, -8.0 * j / (k - 1));
+            double *one = spm_with_singvals(rng, m, n, ill_sv);
+            memcpy(a + i * mn, one, mn * sizeof *a);
+            free(one);
+        } else {
+            for (size_t e = 0; e < mn; e++)
+                a[i * mn + e] = sp_rng_normal(rng);
+        }
+    }
+    return a;
+}
+
+static void check_singvals_cuda(sp_rng *rng, int m, int n)
+{
+    const int k = m < n ? m : n, count = 3;
+    char what[96];
+    /* well conditioned: the Gram route */
+    double *a = singvals_batch(rng, m, n, count, -1, -1, NULL);
+    snprintf(what, sizeof what, "singvals of 3 random %d x %d", m, n);
+    free(check_spectrum(m, n, count, a, what));
+    free(a);
+
+    /* one of cond 1e8 (gesvd fallback) and one zero matrix among them */
+    double *ill_sv = host_doubles((size_t)k);
+    a = singvals_batch(rng, m, n, count, 1, 2, ill_sv);
+    snprintf(what, sizeof what, "singvals of %d x %d, one of cond 1e8 and one zero", m, n);
+    double *s = check_spectrum(m, n, count, a, what);
+    const double *s_ill = s + k;
+    for (int j = 0; j < k; j++)
+        assert_below(fabs(s_ill[j] - ill_sv[j]) / ill_sv[j], SMALL_SV_TOL,
+                     "%s: singular value %d (exact %.3g), relative", what, j, ill_sv[j]);
+    assert_true(spm_max_abs((size_t)k, s + 2 * k) == 0);
+    free(s);
+    free(a);
+    free(ill_sv);
+}
+
+static void test_f64_singvals(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_rng rng;
+    sp_rng_seed(&rng, 52);
+    check_singvals_cuda(&rng, 40, 70); /* wide: gesvd on the column-major 70 x 40 in place */
+    check_singvals_cuda(&rng, 70, 40); /* tall: gesvd on a transposed copy */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +892,8 @@ int main(void)
         cmocka_unit_test(test_activations), cmocka_unit_test(test_rope),      cmocka_unit_test(test_attention),
         cmocka_unit_test(test_embed),      cmocka_unit_test(test_xent),       cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_naive_references),
+        cmocka_unit_test(test_f64_copy_rows_and_mem_stats), cmocka_unit_test(test_f64_widen_and_gemm),
+        cmocka_unit_test(test_f64_sym_eigvals), cmocka_unit_test(test_f64_singvals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,19 +1,55 @@
 /* kernels/cpu/cpu_backend.c: the CPU backend table and its memory ops (plain host memory). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_ops.h"
 
+/* Every block carries its size in a header, so free can keep the byte count (mem_stats). The
+ * header is 64 bytes, so the caller's pointer keeps malloc's alignment and then some. */
+#define HEADER_BYTES 64
+static size_t bytes_in_use, bytes_peak;
+
 void *sp_cpu_alloc(size_t bytes, const char *what)
 {
     /* calloc zeroes; a 0-byte request still returns a distinct pointer that free accepts */
-    void *p = calloc(1, bytes ? bytes : 1);
-    if (!p)
+    unsigned char *p = bytes <= SIZE_MAX - HEADER_BYTES ? calloc(1, HEADER_BYTES + bytes) : NULL;
+    if (!p) {
         sp_error(SP_ERR_NOMEM, "cpu backend: out of memory allocating %zu bytes for %s", bytes, what);
-    return p;
+        return NULL;
+    }
+    memcpy(p, &bytes, sizeof bytes);
+    bytes_in_use += bytes;
+    if (bytes_in_use > bytes_peak)
+        bytes_peak = bytes_in_use;
+    return p + HEADER_BYTES;
 }
 
-void sp_cpu_free(void *p) { free(p); }
+void sp_cpu_free(void *p)
+{
+    if (!p)
+        return;
+    unsigned char *block = (unsigned char *)p - HEADER_BYTES;
+    size_t bytes;
+    memcpy(&bytes, block, sizeof bytes);
+    bytes_in_use -= bytes;
+    free(block);
+}
+
+static void cpu_mem_stats(size_t *in_use, size_t *peak)
+{
+    *in_use = bytes_in_use;
+    *peak = bytes_peak;
+}
+
+static void cpu_mem_reset_peak(void) { bytes_peak = bytes_in_use; }
+
+static void cpu_copy_rows(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                          size_t rows)
+{
+    for (size_t r = 0; r < rows; r++)
+        memcpy((unsigned char *)dst + r * dst_pitch, (const unsigned char *)src + r * src_pitch, row_bytes);
+}
 
 void sp_cpu_upload(void *dst, const void *host_src, size_t bytes)
 {
@@ -50,6 +86,9 @@ static const sp_backend cpu_backend = {
     .copy = sp_cpu_copy,
     .zero = sp_cpu_zero,
     .sync = sp_cpu_sync,
+    .copy_rows = cpu_copy_rows,
+    .mem_stats = cpu_mem_stats,
+    .mem_reset_peak = cpu_mem_reset_peak,
     .gemm = sp_cpu_gemm,
     .axpby = sp_cpu_axpby,
     .scale = sp_cpu_scale,
@@ -74,6 +113,10 @@ static const sp_backend cpu_backend = {
     .embed_bwd = sp_cpu_embed_bwd,
     .xent_fwd = sp_cpu_xent_fwd,
     .xent_bwd = sp_cpu_xent_bwd,
+    .to_f64 = sp_cpu_to_f64,
+    .gemm_f64 = sp_cpu_gemm_f64,
+    .sym_eigvals = sp_cpu_sym_eigvals,
+    .singvals = sp_cpu_singvals,
     .adamw = sp_cpu_adamw,
 };
 

@@ -91,4 +91,11 @@ void sp_cpu_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t *
 void sp_cpu_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,
                   double beta2, double eps, double weight_decay, long step);
 
+/* cpu_linalg.c: the fp64 ops (LAPACK dsyevd / dgesdd, values only) */
+void sp_cpu_to_f64(size_t n, const sp_real *x, double *y, int accumulate);
+void sp_cpu_gemm_f64(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                     const double *b, int ldb, double beta, double *c, int ldc);
+sp_status sp_cpu_sym_eigvals(int n, int count, double *a, double *w);
+sp_status sp_cpu_singvals(int m, int n, int count, double *a, double *s);
+
 #endif

@@ -1,5 +1,8 @@
 /* kernels/cuda/cuda_backend.cu: the CUDA backend table, device detection, error reporting and the
- * memory ops (plain cudaMalloc, never managed memory). */
+ * memory ops (plain cudaMalloc, never managed memory) with their byte accounting. */
+#include <new>
+#include <unordered_map>
+
 #include "kernels/cuda/cuda_ops.h"
 
 bool sp_cuda_check(cudaError_t err, const char *call, const char *file, int line)
@@ -21,6 +24,45 @@ bool sp_cublas_check(cublasStatus_t status, const char *call, const char *file, 
     return false;
 }
 
+const char *sp_cusolver_status_name(cusolverStatus_t status)
+{
+    switch (status) {
+    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_INVALID_WORKSPACE: return "CUSOLVER_STATUS_INVALID_WORKSPACE";
+    default: return "another cuSOLVER status";
+    }
+}
+
+bool sp_cusolver_check(cusolverStatus_t status, const char *call, const char *file, int line)
+{
+    if (status == CUSOLVER_STATUS_SUCCESS)
+        return true;
+    sp_error(status == CUSOLVER_STATUS_ALLOC_FAILED ? SP_ERR_NOMEM : SP_ERR_INTERNAL,
+             "%s:%d: cuSOLVER call %s failed: %s (status %d)", file, line, call, sp_cusolver_status_name(status),
+             (int)status);
+    return false;
+}
+
+/* mem_stats: the size of every live block (CUDA cannot tell it back), and the running totals. The
+ * backend is used from one host thread (the solver pool's workers never allocate). */
+static std::unordered_map<void *, size_t> block_bytes;
+static size_t bytes_in_use, bytes_peak;
+
+void sp_cuda_mem_stats(size_t *in_use, size_t *peak)
+{
+    *in_use = bytes_in_use;
+    *peak = bytes_peak;
+}
+
+void sp_cuda_mem_reset_peak(void) { bytes_peak = bytes_in_use; }
+
 void *sp_cuda_alloc(size_t bytes, const char *what)
 {
     void *p = NULL;
@@ -39,13 +81,29 @@ void *sp_cuda_alloc(size_t bytes, const char *what)
         cudaFree(p);
         return NULL;
     }
+    try {
+        block_bytes[p] = bytes;
+    } catch (const std::bad_alloc &) {
+        cudaFree(p);
+        sp_error(SP_ERR_NOMEM, "out of host memory recording a %zu-byte CUDA block for %s", bytes, what);
+        return NULL;
+    }
+    bytes_in_use += bytes;
+    if (bytes_in_use > bytes_peak)
+        bytes_peak = bytes_in_use;
     return p;
 }
 
 void sp_cuda_free(void *p)
 {
-    if (p)
-        SP_CUDA_CHECK(cudaFree(p));
+    if (!p)
+        return;
+    auto block = block_bytes.find(p);
+    if (block != block_bytes.end()) { /* always found for pointers from sp_cuda_alloc */
+        bytes_in_use -= block->second;
+        block_bytes.erase(block);
+    }
+    SP_CUDA_CHECK(cudaFree(p));
 }
 
 void sp_cuda_upload(void *dst, const void *host_src, size_t bytes)
@@ -74,6 +132,18 @@ void sp_cuda_zero(void *dst, size_t bytes)
 
 void sp_cuda_sync(void) { SP_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+void sp_cuda_copy_rows(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                       size_t rows)
+{
+    if (rows == 0 || row_bytes == 0)
+        return;
+    if (rows == 1) /* the pitches do not matter (and cudaMemcpy2D would reject one below row_bytes) */
+        sp_cuda_copy(dst, src, row_bytes);
+    else
+        SP_CUDA_CHECK(
+            cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, 0));
+}
+
 /* One buffer that only grows; the process keeps it until exit (one per process, like the handle). */
 static void *scratch_buffer;
 static size_t scratch_bytes;
@@ -100,6 +170,9 @@ static const sp_backend cuda_backend = {
     .copy = sp_cuda_copy,
     .zero = sp_cuda_zero,
     .sync = sp_cuda_sync,
+    .copy_rows = sp_cuda_copy_rows,
+    .mem_stats = sp_cuda_mem_stats,
+    .mem_reset_peak = sp_cuda_mem_reset_peak,
     .gemm = sp_cuda_gemm,
     .axpby = sp_cuda_axpby,
     .scale = sp_cuda_scale,
@@ -124,6 +197,10 @@ static const sp_backend cuda_backend = {
     .embed_bwd = sp_cuda_embed_bwd,
     .xent_fwd = sp_cuda_xent_fwd,
     .xent_bwd = sp_cuda_xent_bwd,
+    .to_f64 = sp_cuda_to_f64,
+    .gemm_f64 = sp_cuda_gemm_f64,
+    .sym_eigvals = sp_cuda_sym_eigvals,
+    .singvals = sp_cuda_singvals,
     .adamw = sp_cuda_adamw,
 };
 

@@ -1,9 +1,10 @@
-/* kernels/cuda/cuda_blas.cu: gemm through cuBLAS (row-major on a column-major library), and the two
- * vector updates axpby and scale.
+/* kernels/cuda/cuda_blas.cu: gemm through cuBLAS (row-major on a column-major library) in float and
+ * double, an fp64 transpose, and the two vector updates axpby and scale.
  *
  * Precision: plain fp32 (CUBLAS_DEFAULT_MATH, no tensor-core rounding). With SPANPROBE_TF32=1 in the
  * environment when the backend starts, cuBLAS may round the operands to TF32 on the tensor cores:
- * several times faster on Hopper, about 1e-3 relative error instead of 1e-6 (docs/cuda.md). */
+ * several times faster on Hopper, about 1e-3 relative error instead of 1e-6 (docs/cuda.md). The TF32
+ * math mode only concerns single-precision routines: cublasDgemm and cublasDgeam stay full fp64. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,25 +26,78 @@ bool sp_cuda_blas_init(void)
     return true;
 }
 
+static cublasStatus_t gemm_strided_batched(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
+                                           const float *alpha, const float *a, int lda, long long stride_a,
+                                           const float *b, int ldb, long long stride_b, const float *beta, float *c,
+                                           int ldc, long long stride_c, int batch)
+{
+    return cublasSgemmStridedBatched(blas_handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                                     beta, c, ldc, stride_c, batch);
+}
+
+static cublasStatus_t gemm_strided_batched(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
+                                           const double *alpha, const double *a, int lda, long long stride_a,
+                                           const double *b, int ldb, long long stride_b, const double *beta,
+                                           double *c, int ldc, long long stride_c, int batch)
+{
+    return cublasDgemmStridedBatched(blas_handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                                     beta, c, ldc, stride_c, batch);
+}
+
 /* A row-major matrix is its column-major transpose, so the row-major C = op(A) op(B) is computed as
  * the column-major C^T = op(B)^T op(A)^T: operands swapped, m and n swapped, the flags unchanged.
  * With beta = 0 cuBLAS does not read C, so NaN there is overwritten; k = 0 gives C = beta C. */
+template <typename T>
+static bool gemm_row_major(int trans_a, int trans_b, int m, int n, int k, T alpha, const T *a, int lda,
+                           long long stride_a, const T *b, int ldb, long long stride_b, T beta, T *c, int ldc,
+                           long long stride_c, int batch)
+{
+    if (m <= 0 || n <= 0 || batch <= 0)
+        return true;
+    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    return SP_CUBLAS_CHECK(gemm_strided_batched(op_b, op_a, n, m, k, &alpha, b, ldb, stride_b, a, lda, stride_a, &beta, c,
+                                         ldc, stride_c, batch));
+}
+
 void sp_cuda_gemm_strided(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                           long long stride_a, const float *b, int ldb, long long stride_b, float beta, float *c,
                           int ldc, long long stride_c, int batch)
 {
-    if (m <= 0 || n <= 0 || batch <= 0)
-        return;
-    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    SP_CUBLAS_CHECK(cublasSgemmStridedBatched(blas_handle, op_b, op_a, n, m, k, &alpha, b, ldb, stride_b, a, lda,
-                                              stride_a, &beta, c, ldc, stride_c, batch));
+    gemm_row_major(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                   batch);
 }
 
 void sp_cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, float *c, int ldc)
 {
-    sp_cuda_gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+    gemm_row_major(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+bool sp_cuda_gemm_f64_strided(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                              long long stride_a, const double *b, int ldb, long long stride_b, double beta, double *c,
+                              int ldc, long long stride_c, int batch)
+{
+    return gemm_row_major(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                   batch);
+}
+
+void sp_cuda_gemm_f64(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                      const double *b, int ldb, double beta, double *c, int ldc)
+{
+    gemm_row_major(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+/* Row-major src [rows x cols] is the column-major [cols x rows] matrix with ld cols; geam writes its
+ * transpose as column-major [rows x cols] (ld rows), which is row-major [cols x rows]. With beta = 0
+ * B is not read; passing dst as B with ldb = ldc is geam's documented in-place form. */
+bool sp_cuda_transpose_f64(int rows, int cols, const double *src, double *dst)
+{
+    if (rows <= 0 || cols <= 0)
+        return true;
+    const double one = 1.0, zero = 0.0;
+    return SP_CUBLAS_CHECK(cublasDgeam(blas_handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, cols, &one, src, cols, &zero, dst, rows,
+                                dst, rows));
 }
 
 static __global__ void axpby_kernel(size_t n, float a, const float *x, float b, float *y)

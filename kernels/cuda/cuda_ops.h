@@ -4,7 +4,8 @@
  * Semantics (layouts, overwrite vs accumulate) are those of kernels/backend.h.
  *
  * Everything runs on the legacy default stream, so ops, cuBLAS calls and the synchronous
- * upload/download are ordered without explicit events. Errors never abort: a failing CUDA or cuBLAS
+ * upload/download are ordered without explicit events. The one exception, the cuSOLVER pool, uses
+ * blocking streams, which the legacy default stream orders the same way (see below). Errors never abort: a failing CUDA or cuBLAS
  * call records one sp_error line (file:line, the call, CUDA's message) and the op returns early; the
  * caller sees it through sp_error_code(). No kernel uses atomics, so every result is the same bits
  * run to run.
@@ -14,6 +15,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 extern "C" {
 #include "kernels/backend.h"
@@ -26,8 +28,12 @@ extern "C" {
 /* ---- error checks: true when the call succeeded, else one sp_error line naming it ---- */
 bool sp_cuda_check(cudaError_t err, const char *call, const char *file, int line);
 bool sp_cublas_check(cublasStatus_t status, const char *call, const char *file, int line);
+bool sp_cusolver_check(cusolverStatus_t status, const char *call, const char *file, int line);
 #define SP_CUDA_CHECK(call) sp_cuda_check((call), #call, __FILE__, __LINE__)
 #define SP_CUBLAS_CHECK(call) sp_cublas_check((call), #call, __FILE__, __LINE__)
+#define SP_CUSOLVER_CHECK(call) sp_cusolver_check((call), #call, __FILE__, __LINE__)
+/* cuSOLVER has no status-to-string function: "CUSOLVER_STATUS_INVALID_VALUE" etc. */
+const char *sp_cusolver_status_name(cusolverStatus_t status);
 /* After every kernel launch: reports a bad launch configuration (or an earlier sticky error). */
 #define SP_CUDA_CHECK_LAUNCH(kernel_name) sp_cuda_check(cudaGetLastError(), kernel_name, __FILE__, __LINE__)
 
@@ -43,6 +49,43 @@ bool sp_cuda_blas_init(void);
 void sp_cuda_gemm_strided(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                           long long stride_a, const float *b, int ldb, long long stride_b, float beta, float *c,
                           int ldc, long long stride_c, int batch);
+/* The same in double (TF32 never applies to double); false when cuBLAS failed (sp_error recorded). */
+bool sp_cuda_gemm_f64_strided(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                              long long stride_a, const double *b, int ldb, long long stride_b, double beta, double *c,
+                              int ldc, long long stride_c, int batch);
+/* dst [cols x rows] = src^T for a row-major src [rows x cols] (cuBLAS geam), on the default stream;
+ * false when cuBLAS failed (sp_error recorded). */
+bool sp_cuda_transpose_f64(int rows, int cols, const double *src, double *dst);
+
+/* ---- the cuSOLVER pool (cuda_solver_pool.cu) ----
+ * Independent decompositions of one batch run concurrently: SP_CUDA_SOLVER_STREAMS slots, each a
+ * blocking stream (cudaStreamCreate, so it is ordered with the legacy default stream both ways),
+ * its own cusolverDn handle and parameters, and a grow-only device workspace from sp_cuda_alloc (so
+ * mem_stats counts it; kept until exit). One host thread per slot issues its share of the batch,
+ * since cuSOLVER routines may wait on the host inside a call. */
+#define SP_CUDA_SOLVER_STREAMS 4
+struct sp_cuda_solver_slot {
+    cudaStream_t stream;
+    cusolverDnHandle_t handle;
+    cusolverDnParams_t params;
+    void *work;        /* device workspace, work_bytes long */
+    size_t work_bytes;
+    void *host_work;   /* host workspace, host_work_bytes long */
+    size_t host_work_bytes;
+};
+/* The slots, created at the first call (NULL + one sp_error line when cuSOLVER cannot start; the
+ * next call tries again). */
+sp_cuda_solver_slot *sp_cuda_solver_slots(void);
+/* Grows the slot's workspaces to at least the given sizes (false + sp_error on failure). */
+bool sp_cuda_solver_reserve(sp_cuda_solver_slot *slot, size_t device_bytes, size_t host_bytes);
+/* Decomposes item `item` on `slot` (queues it on slot->stream); no sp_error inside (it runs on a
+ * worker thread): the status says what failed. */
+typedef cusolverStatus_t (*sp_cuda_solve_fn)(sp_cuda_solver_slot *slot, int item, void *ctx);
+/* solve(slot, item, ctx) for every item < n_items, item i on slot i % SP_CUDA_SOLVER_STREAMS, every
+ * slot's items in order on its own thread. Returns when all are queued (not finished: work queued
+ * later on the default stream waits for them); false + one sp_error line naming `what` and the
+ * first failing item otherwise. */
+bool sp_cuda_solver_run(int n_items, sp_cuda_solve_fn solve, void *ctx, const char *what);
 
 /* ---- launch geometry ---- */
 #define SP_CUDA_THREADS 256          /* threads per block for elementwise and per-row kernels */
@@ -117,12 +160,23 @@ void sp_cuda_download(void *host_dst, const void *src, size_t bytes);
 void sp_cuda_copy(void *dst, const void *src, size_t bytes);
 void sp_cuda_zero(void *dst, size_t bytes);
 void sp_cuda_sync(void);
+void sp_cuda_copy_rows(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                       size_t rows);
+void sp_cuda_mem_stats(size_t *in_use, size_t *peak);
+void sp_cuda_mem_reset_peak(void);
 
 /* cuda_blas.cu */
 void sp_cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, float *c, int ldc);
 void sp_cuda_axpby(size_t n, float a, const float *x, float b, float *y);
 void sp_cuda_scale(size_t n, float a, float *x);
+void sp_cuda_gemm_f64(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
+                      const double *b, int ldb, double beta, double *c, int ldc);
+
+/* cuda_linalg.cu: fp64 widening and the cuSOLVER decompositions */
+void sp_cuda_to_f64(size_t n, const float *x, double *y, int accumulate);
+sp_status sp_cuda_sym_eigvals(int n, int count, double *a, double *w);
+sp_status sp_cuda_singvals(int m, int n, int count, double *a, double *s);
 
 /* cuda_reduce.cu */
 double sp_cuda_sumsq(size_t n, const float *x);

@@ -97,11 +97,12 @@ int scratch_shared_data(const char *rel, char *buf, size_t len)
     return scratch_file_exists(buf);
 }
 
-/* Starts $SPANPROBE_BIN with args, its stdout and stderr into the files named; -1 when
- * SPANPROBE_BIN is not set. */
-static pid_t spawn_cli(const char *const *args, const char *out_path, const char *err_path)
+/* Starts bin (NULL: $SPANPROBE_BIN) with args, its stdout and stderr into the files named; -1 when
+ * there is no program to run. */
+static pid_t spawn_cli(const char *bin, const char *const *args, const char *out_path, const char *err_path)
 {
-    const char *bin = getenv("SPANPROBE_BIN");
+    if (!bin)
+        bin = getenv("SPANPROBE_BIN");
     if (!bin || !*bin)
         return -1;
     int n_args = 0;
@@ -129,14 +130,19 @@ static pid_t spawn_cli(const char *const *args, const char *out_path, const char
     return pid;
 }
 
-pid_t scratch_spawn_cli(const char *const *args) { return spawn_cli(args, "/dev/null", "/dev/null"); }
+pid_t scratch_spawn_cli(const char *const *args) { return spawn_cli(NULL, args, "/dev/null", "/dev/null"); }
 
 int scratch_run_cli(const char *const *args, char **out, char **err)
+{
+    return scratch_run_program(NULL, args, out, err);
+}
+
+int scratch_run_program(const char *bin, const char *const *args, char **out, char **err)
 {
     char out_path[4200], err_path[4200];
     scratch_path(out_path, sizeof out_path, "cli-stdout.txt");
     scratch_path(err_path, sizeof err_path, "cli-stderr.txt");
-    pid_t pid = spawn_cli(args, out_path, err_path);
+    pid_t pid = spawn_cli(bin, args, out_path, err_path);
     if (pid < 0)
         return -1;
     int status = 0;

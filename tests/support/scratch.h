@@ -24,6 +24,8 @@ int scratch_shared_data(const char *rel, char *buf, size_t len);
  * NULL) get its stdout and stderr (free()). Returns the exit status, 128 + signal when killed, or -1
  * when SPANPROBE_BIN is not set (the caller skips). */
 int scratch_run_cli(const char *const *args, char **out, char **err);
+/* The same with the program at bin (NULL: $SPANPROBE_BIN), e.g. $BUILD_DIR/spanprobe-f64. */
+int scratch_run_program(const char *bin, const char *const *args, char **out, char **err);
 /* Starts $SPANPROBE_BIN with args in the background, stdout and stderr discarded; returns its pid
  * (for waitpid), or -1 when SPANPROBE_BIN is not set. */
 pid_t scratch_spawn_cli(const char *const *args);

@@ -1,11 +1,14 @@
 /* The subspace iteration of analyzers/linop.h (k = 1: the power iteration) on explicit host
- * matrices:
+ * matrices, through the CPU backend (whose memory is host memory), in double: the vectors are
+ * sp_real, and the tolerances below need float64 vectors.
  * - known answers: a diagonal matrix gives its largest |entries| in order; the zero map gives
  *   zeros at once; a rank-2 map asked for 4 values gives its 2 and then zeros;
  * - an independent reference: a random dense matrix against LAPACK's singular values (dgesdd);
  * - the stop rule: iterations counted, max_iters respected, a loose tolerance stopping earlier than
  *   a tight one; a map returning NaN is SP_ERR_NUMERIC, a bad k SP_ERR_INTERNAL;
- * - a warm start at the top singular vector stops at the second product and returns that vector.
+ * - a warm start at the top singular vector stops at the second product and returns that vector;
+ * - the segmented layout of vector blocks: 3 segments give what 1 segment gives, and vectors past k
+ *   (NaN here) take no part.
  * Tolerances: with tol 1e-13 and well separated values (ratio <= 0.8 between neighbours, so the
  * error shrinks by 0.64 per iteration), estimates agree with the exact values to 1e-9 relative. */
 #include <lapacke.h>
@@ -21,46 +24,59 @@
 #include <cmocka.h>
 
 #include "analyzers/linop.h"
+#include "kernels/backend.h"
 #include "core/rng.h"
 #include "tests/support/assert_err.h"
 
+/* A host matrix acting on vector blocks of n_segments segments (the layout of linop.h). */
 typedef struct {
-    int n;
+    int n, n_segments, max_k;
     double *a; /* row-major n x n */
     int poison;
 } host_matrix;
 
-static sp_status mat_apply(void *ctx, int k, const double *x, double *y)
+/* Element e of vector j in a block. */
+static size_t at(const host_matrix *m, int j, int e)
+{
+    const int seg_len = m->n / m->n_segments;
+    return ((size_t)(e / seg_len) * (size_t)m->max_k + (size_t)j) * (size_t)seg_len + (size_t)(e % seg_len);
+}
+
+static sp_status mat_apply(void *ctx, int k, const sp_real *x, sp_real *y)
 {
     host_matrix *m = ctx;
     for (int j = 0; j < k; j++)
         for (int r = 0; r < m->n; r++) {
             double s = 0;
             for (int c = 0; c < m->n; c++)
-                s += m->a[r * m->n + c] * x[j * m->n + c];
-            y[j * m->n + r] = m->poison ? NAN : s;
+                s += m->a[r * m->n + c] * x[at(m, j, c)];
+            y[at(m, j, r)] = m->poison ? NAN : s;
         }
     return SP_OK;
 }
 
-static sp_status mat_apply_t(void *ctx, int k, const double *y, double *x)
+static sp_status mat_apply_t(void *ctx, int k, const sp_real *y, sp_real *x)
 {
     host_matrix *m = ctx;
     for (int j = 0; j < k; j++)
         for (int c = 0; c < m->n; c++) {
             double s = 0;
             for (int r = 0; r < m->n; r++)
-                s += m->a[r * m->n + c] * y[j * m->n + r];
-            x[j * m->n + c] = s;
+                s += m->a[r * m->n + c] * y[at(m, j, r)];
+            x[at(m, j, c)] = s;
         }
     return SP_OK;
 }
 
-static sp_linop linop_of(host_matrix *m) { return (sp_linop){m->n, 8, m, mat_apply, mat_apply_t}; }
+static sp_linop linop_of(host_matrix *m)
+{
+    return (sp_linop){.be = sp_backend_cpu(), .n_segments = m->n_segments, .seg_len = m->n / m->n_segments,
+                      .max_k = m->max_k, .ctx = m, .apply = mat_apply, .apply_t = mat_apply_t};
+}
 
 static host_matrix matrix_new(int n)
 {
-    host_matrix m = {n, calloc((size_t)n * (size_t)n, sizeof(double)), 0};
+    host_matrix m = {n, 1, 8, calloc((size_t)n * (size_t)n, sizeof(double)), 0};
     assert_non_null(m.a);
     return m;
 }
@@ -175,7 +191,8 @@ static void test_warm_start(void **state)
     for (int i = 0; i < N; i++)
         m.a[i * N + i] = 1 + 0.01 * i; /* small gaps: a random start would need many iterations */
     sp_linop op = linop_of(&m);
-    double v[N] = {0}, sigma[1];
+    sp_real v[8 * N] = {0}; /* a block of max_k = 8 vectors */
+    double sigma[1];
     v[N - 1] = 5; /* any scale: the start is normalized */
     sp_linop_stats stats;
     assert_int_equal(sp_linop_refine_singvals(&op, 1, 100, 1e-12, 1, v, sigma, &stats), SP_OK);
@@ -189,6 +206,58 @@ static void test_warm_start(void **state)
     free(m.a);
 }
 
+/* The same random 30 x 30 matrix through blocks of 1 and of 3 segments: the same draws in the same
+ * element order, so the same estimates up to rounding; a warm start whose unused vectors are NaN. */
+static void test_segments(void **state)
+{
+    (void)state;
+    enum { N = 30, K = 3, MAX_K = 5 };
+    host_matrix m = matrix_new(N);
+    m.max_k = MAX_K;
+    sp_rng rng;
+    sp_rng_seed(&rng, 7);
+    for (int i = 0; i < N * N; i++)
+        m.a[i] = sp_rng_normal(&rng);
+    double copy[N * N], s[N], one[K], three[K];
+    memcpy(copy, m.a, sizeof copy);
+    assert_int_equal(LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', N, N, copy, N, s, NULL, N, NULL, N), 0);
+    sp_linop_stats stats1, stats3;
+    sp_linop op = linop_of(&m);
+    assert_int_equal(sp_linop_top_singvals(&op, K, 20000, 1e-14, 3, one, &stats1), SP_OK);
+    m.n_segments = 3;
+    op = linop_of(&m);
+    assert_int_equal(sp_linop_len(&op), N);
+    assert_int_equal(sp_linop_top_singvals(&op, K, 20000, 1e-14, 3, three, &stats3), SP_OK);
+    assert_true(stats1.converged && stats3.converged);
+    for (int i = 0; i < K; i++) {
+        assert_below(fabs(three[i] - s[i]) / s[i], 1e-8, "3 segments, sigma %d", i);
+        assert_below(fabs(three[i] - one[i]) / one[i], 1e-9, "3 vs 1 segments, sigma %d", i);
+    }
+
+    /* start: coordinate vectors e_0, e_1 in segments 0 and 2; vectors 2..4 NaN */
+    sp_real *v = sp_linop_alloc_block(&op, "test block");
+    assert_non_null(v);
+    for (int j = 2; j < MAX_K; j++)
+        for (int e = 0; e < N; e++)
+            v[at(&m, j, e)] = NAN;
+    v[at(&m, 0, 0)] = 1;
+    v[at(&m, 1, N - 1)] = 1;
+    double two[2];
+    assert_int_equal(sp_linop_refine_singvals(&op, 2, 20000, 1e-14, 4, v, two, &stats3), SP_OK);
+    for (int i = 0; i < 2; i++)
+        assert_below(fabs(two[i] - s[i]) / s[i], 1e-8, "warm start, sigma %d", i);
+    for (int i = 0; i < 2; i++) /* V comes back orthonormal */
+        for (int j = 0; j < 2; j++) {
+            double dot = 0;
+            for (int e = 0; e < N; e++)
+                dot += v[at(&m, i, e)] * v[at(&m, j, e)];
+            assert_below(fabs(dot - (i == j)), 1e-12, "V^T V [%d, %d]", i, j);
+        }
+    assert_true(isnan(v[at(&m, 2, 0)]) && isnan(v[at(&m, MAX_K - 1, N - 1)])); /* untouched */
+    sp_backend_cpu()->free(v);
+    free(m.a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_zero_and_low_rank),
         cmocka_unit_test(test_stop_rule_and_errors),
         cmocka_unit_test(test_warm_start),
+        cmocka_unit_test(test_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
