@@ -86,6 +86,9 @@ typedef struct {
     double *wide;     /* backend [k, seg_len]: one segment of the k vectors, widened to fp64 */
     double *gram_dev; /* backend [k, k] */
     double *gram;     /* host [k, k] */
+    sp_real *rinv_dev; /* backend [k, k]: R^{-1} of a Cholesky QR pass */
+    sp_real *mixed;   /* backend [k, seg_len]: one segment of the k vectors times R^{-1} */
+    sp_real *rinv;    /* host [k, k] */
     double *prev;     /* host [k]: the previous estimates */
     sp_real *redraw;  /* host [n], allocated on the first replacement */
     sp_rng rng;
@@ -97,7 +100,12 @@ static void work_free(work *w)
         w->op->be->free(w->wide);
     if (w->gram_dev)
         w->op->be->free(w->gram_dev);
+    if (w->rinv_dev)
+        w->op->be->free(w->rinv_dev);
+    if (w->mixed)
+        w->op->be->free(w->mixed);
     free(w->gram);
+    free(w->rinv);
     free(w->redraw);
 }
 
@@ -108,8 +116,13 @@ static sp_status work_init(work *w, const sp_linop *op, int k, uint64_t seed)
     const size_t kk = (size_t)k * (size_t)k;
     w->wide = op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->wide, "subspace iteration fp64 vectors");
     w->gram_dev = w->wide ? op->be->alloc(kk * sizeof *w->gram_dev, "subspace iteration Gram") : NULL;
-    w->gram = w->gram_dev ? sp_malloc((kk + (size_t)k) * sizeof *w->gram, "subspace iteration Gram") : NULL;
-    if (!w->gram) {
+    w->rinv_dev = w->gram_dev ? op->be->alloc(kk * sizeof *w->rinv_dev, "subspace iteration R^-1") : NULL;
+    w->mixed = w->rinv_dev ? op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->mixed,
+                                           "subspace iteration vectors")
+                           : NULL;
+    w->gram = w->mixed ? sp_malloc((kk + (size_t)k) * sizeof *w->gram, "subspace iteration Gram") : NULL;
+    w->rinv = w->gram ? sp_malloc(kk * sizeof *w->rinv, "subspace iteration R^-1") : NULL;
+    if (!w->rinv) {
         work_free(w);
         return SP_ERR_NOMEM;
     }
@@ -129,10 +142,59 @@ static void gram_of(work *w, const sp_real *x)
     op->be->download(w->gram, w->gram_dev, (size_t)k * (size_t)k * sizeof *w->gram);
 }
 
-/* Orthonormalizes vectors 0..k-1 of block v in place by modified Gram-Schmidt, two passes. A vector
- * that loses almost all of its norm to the previous ones (J^T J rank-deficient on the subspace) is
- * replaced by a fresh random vector, orthonormalized the same way. */
-static sp_status orthonormalize(work *w, sp_real *v)
+/* A vector keeps at least this fraction of its norm after the previous ones are projected out, or
+ * it counts as dependent on them. */
+#define SP_LINOP_INDEPENDENT 1e-10
+/* A Cholesky pass trusts its Gram matrix only down to this fraction: below it the fp64 Gram of the
+ * vectors has lost the residual to rounding (it squares the ratio), and modified Gram-Schmidt,
+ * which works on the vectors themselves, takes over. */
+#define SP_LINOP_CHOLESKY_MIN 1e-6
+
+/* One Cholesky QR pass: V^T V = R^T R (host, k x k), then V <- V R^{-1} on the backend, one gemm per
+ * segment. Returns 0, leaving V untouched, when a pivot shows a vector nearly in the span of the
+ * earlier ones. In exact arithmetic the result is modified Gram-Schmidt's (the Q of V = QR with
+ * R's diagonal positive), in one reduction instead of k^2. */
+static int cholesky_pass(work *w, sp_real *v)
+{
+    const sp_linop *op = w->op;
+    const int k = w->k, len = (int)op->seg_len;
+    gram_of(w, v);
+    double *g = w->gram; /* overwritten by R in its upper triangle, row-major */
+    for (int j = 0; j < k; j++) {
+        const double norm_sq = g[(size_t)j * k + j];
+        double d = norm_sq;
+        for (int i = 0; i < j; i++)
+            d -= g[(size_t)i * k + j] * g[(size_t)i * k + j];
+        if (!(norm_sq > 0) || !(d > SP_LINOP_CHOLESKY_MIN * SP_LINOP_CHOLESKY_MIN * norm_sq))
+            return 0;
+        const double r_jj = sqrt(d);
+        g[(size_t)j * k + j] = r_jj;
+        for (int c = j + 1; c < k; c++) {
+            double x = g[(size_t)j * k + c];
+            for (int i = 0; i < j; i++)
+                x -= g[(size_t)i * k + j] * g[(size_t)i * k + c];
+            g[(size_t)j * k + c] = x / r_jj;
+        }
+    }
+    /* R^{-1}, upper triangular, by back substitution column by column, in double, stored as sp_real */
+    for (int c = 0; c < k; c++)
+        for (int r = k - 1; r >= 0; r--) {
+            double x = r == c ? 1.0 : 0.0;
+            for (int i = r + 1; i <= c; i++)
+                x -= g[(size_t)r * k + i] * w->rinv[(size_t)i * k + c];
+            w->rinv[(size_t)r * k + c] = r > c ? 0 : x / g[(size_t)r * k + r];
+        }
+    op->be->upload(w->rinv_dev, w->rinv, (size_t)k * (size_t)k * sizeof *w->rinv);
+    /* a segment holds the k vectors as rows: new rows = (R^{-1})^T rows */
+    for (int s = 0; s < op->n_segments; s++) {
+        sp_real *seg = segment(op, v, 0, s);
+        op->be->gemm(1, 0, k, len, k, 1, w->rinv_dev, k, seg, len, 0, w->mixed, len);
+        op->be->copy(seg, w->mixed, (size_t)k * (size_t)len * sizeof *seg);
+    }
+    return 1;
+}
+
+static sp_status orthonormalize_mgs(work *w, sp_real *v)
 {
     const sp_linop *op = w->op;
     const int64_t n = sp_linop_len(op);
@@ -144,7 +206,7 @@ static sp_status orthonormalize(work *w, sp_real *v)
                 for (int i = 0; i < j; i++)
                     vec_sub(op, vec_dot(op, v, i, v, j), v, i, v, j);
             double after = j == 0 ? before : sqrt(vec_dot(op, v, j, v, j));
-            if (after > 1e-10 * before && after > 0) {
+            if (after > SP_LINOP_INDEPENDENT * before && after > 0) {
                 vec_scale(op, 1 / after, v, j);
                 break;
             }
@@ -159,6 +221,18 @@ static sp_status orthonormalize(work *w, sp_real *v)
         }
     }
     return SP_OK;
+}
+
+/* Orthonormalizes vectors 0..k-1 of block v in place: Cholesky QR twice (the second pass removes
+ * what rounding left of the first's error), or, when a vector is nearly dependent on the earlier
+ * ones, modified Gram-Schmidt, two passes, vector by vector. There a vector that loses almost all
+ * of its norm to the previous ones (J^T J rank-deficient on the subspace) is replaced by a fresh
+ * random vector, orthonormalized the same way. */
+static sp_status orthonormalize(work *w, sp_real *v)
+{
+    if (cholesky_pass(w, v) && cholesky_pass(w, v))
+        return SP_OK;
+    return orthonormalize_mgs(w, v);
 }
 
 /* The singular-value estimates from U = J V: square roots of the eigenvalues of U^T U. */

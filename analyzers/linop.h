@@ -5,7 +5,9 @@
  *
  * With k = 1 this is the power iteration of docs/metrics.md: v random unit; repeat u = J v,
  * sigma = ||u||, w = J^T u, v = w / ||w||; stop when sigma changes by less than tol relative, or
- * after max_iters products. With k > 1: V (n x k) orthonormal (modified Gram-Schmidt, two passes);
+ * after max_iters products. With k > 1: V (n x k) orthonormal (Cholesky QR twice: one k x k Gram
+ * reduction per pass instead of k^2 dot products, each a host round trip on a GPU; modified
+ * Gram-Schmidt, two passes, where a vector is nearly dependent on the others);
  * U = J V; the estimates are the square roots of the eigenvalues of U^T U (Rayleigh-Ritz on J^T J
  * over span V; U^T U in fp64); V = orth(J^T U); stop when every estimate above 1e-12 sigma_1
  * changes by less than tol relative.

@@ -120,8 +120,10 @@ for variant in $VARIANTS; do
         --n-kv-heads "$N_HEADS" --d-ff "$D_FF" --max-seq-len "$SEQ" --out "$work/$variant.h5" >/dev/null
 done
 analyzers=$("$bin" analyze --help | sed -n '/^analyzers (--metrics/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
-opts="--tokens $work/tokens.txt --n-tokens $((N_SEQS * SEQ)) --seq-len $SEQ --batch $BATCH --grad-batches 1
-      --prune-batches 1 --jac-seq $JAC_SEQ --jac-tokens $JAC_TOKENS --power-iters $POWER_ITERS --power-tol 1e-15
+# --grad-batches / --prune-batches N_SEQS: every sequence takes part, as in PyTorch's one batch of
+# N_SEQS, also when the 8 GiB budget cuts spanprobe's batch (docs/benchmarks.md, "Memory")
+opts="--tokens $work/tokens.txt --n-tokens $((N_SEQS * SEQ)) --seq-len $SEQ --batch $BATCH --grad-batches $N_SEQS
+      --prune-batches $N_SEQS --jac-seq $JAC_SEQ --jac-tokens $JAC_TOKENS --power-iters $POWER_ITERS --power-tol 1e-15
       --topk $TOPK"
 first=${VARIANTS%% *}
 echo "warm-up: spanprobe analyze ($first)" | tee -a "$log"
