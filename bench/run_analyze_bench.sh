@@ -54,13 +54,15 @@ done
 ROUNDS="$rounds" WORK="$work" $py - <<'PY'
 import json, os, re, statistics
 rounds, work = int(os.environ["ROUNDS"]), os.environ["WORK"]
-# spanprobe's stage table: "name (pass|finish) seconds" lines; an analyzer's pass and finish add up
+# spanprobe's stage table: "name [(pass|finish)] seconds [peak MiB]" lines; an analyzer's pass and
+# finish add up; the first line is "forward passes (and begin)"
 def ours(i):
     stages, peak = {}, None
     for line in open(f"{work}/ours.{i}.txt"):
-        m = re.match(r"^(\S+(?: \S+)?)\s+(?:\((?:pass|finish)\)\s+)?([0-9.]+)$", line.strip())
+        m = re.match(r"^(.+?)\s+(?:\((?:pass|finish)\)\s+)?([0-9.]+)(?:\s+[0-9.]+)?$", line.strip())
         if m:
-            stages[m.group(1)] = stages.get(m.group(1), 0) + float(m.group(2))
+            name = re.sub(r" \(and begin\)$", "", m.group(1))
+            stages[name] = stages.get(name, 0) + float(m.group(2))
         m = re.match(r"^peak memory: ([0-9.]+) MiB", line)
         if m:
             peak = float(m.group(1))
