@@ -316,7 +316,7 @@ static char *options_json(const sp_analyze_job *job, const char *input_kind)
         return NULL;
     cJSON_AddStringToObject(o, "input", job->input);
     cJSON_AddStringToObject(o, "input_kind", input_kind);
-    cJSON_AddStringToObject(o, "device", job->device ? job->device : "auto");
+    cJSON_AddStringToObject(o, "device", job->backend ? job->backend->name : job->device ? job->device : "auto");
     if (job->tokens)
         cJSON_AddStringToObject(o, "tokens", job->tokens);
     else if (strcmp(input_kind, "checkpoint") == 0)
@@ -389,8 +389,10 @@ sp_status sp_analyze_run(const sp_analyze_job *job)
     if (!is_ckpt && !is_dump)
         return sp_error(SP_ERR_INPUT, "%s: format '%s' (expected %s or %s)", job->input, format, SP_CKPT_FORMAT,
                         SP_DUMP_FORMAT);
-    const sp_backend *be = NULL;
-    SP_TRY(sp_backend_select(job->device ? job->device : "auto", &be));
+    const sp_backend *be = job->backend;
+    if (!be)
+        SP_TRY(sp_backend_select(job->device ? job->device : "auto", &be));
+    be->mem_reset_peak(); /* the run's peak: from loading the input on, not what the process held before */
 
     loaded_input in = {0};
     sp_ckpt_meta_init(&in.meta);

@@ -23,6 +23,7 @@ typedef struct {
     const char *data;     /* evaluation text for a checkpoint (NULL: SP_ANALYZE_DEFAULT_DATA) */
     const char *tokens;   /* a token id file instead of the text (NULL: none) */
     const char *device;   /* "cpu", "cuda" or "auto" (NULL: auto) */
+    const sp_backend *backend; /* run on this table instead of selecting by device (tests); NULL: device */
     const char *csv_dir;  /* also write every report array as a CSV table there (NULL: none) */
     int quiet;            /* no progress lines, no stage table */
     sp_analyze_options opts;

@@ -819,6 +819,16 @@ static void test_f64_sym_eigvals(void **state)
     gpu_be->free(a_gpu);
     gpu_be->free(w_gpu);
     free(check_spectrum(0, big_n, count, big, "sym_eigvals of 12 matrices 300 x 300"));
+
+    /* a NaN in matrix 1 of 3: SP_ERR_NUMERIC naming it, as LAPACK on the CPU */
+    small[(size_t)n * n + 2] = small[(size_t)n * n + 2 * n] = NAN;
+    double *a_nan = be_doubles(gpu_be, small, (size_t)3 * n * n), *w_nan = gpu_be->alloc((size_t)3 * n * sizeof(double), "w");
+    assert_non_null(w_nan);
+    assert_int_equal(gpu_be->sym_eigvals(n, 3, a_nan, w_nan), SP_ERR_NUMERIC);
+    assert_non_null(strstr(sp_error_message(), "matrix 1 of 3"));
+    sp_error_clear();
+    gpu_be->free(a_nan);
+    gpu_be->free(w_nan);
     free(toeplitz);
     free(toeplitz_eig);
     free(small);

@@ -70,6 +70,13 @@ void *sp_cuda_alloc(size_t bytes, const char *what)
     cudaError_t err = cudaMalloc(&p, bytes ? bytes : 1);
     if (err != cudaSuccess) {
         cudaGetLastError(); /* clear it, so the next launch check does not report it again */
+        /* review fix: a sticky error of earlier work (an illegal address in a kernel) also fails
+         * cudaMalloc; report it as what it is, not as "out of memory" */
+        if (err != cudaErrorMemoryAllocation) {
+            sp_error(SP_ERR_INTERNAL, "CUDA cannot allocate %zu bytes for %s: %s (%s)", bytes, what,
+                     cudaGetErrorString(err), cudaGetErrorName(err));
+            return NULL;
+        }
         size_t free_bytes = 0, total_bytes = 0;
         if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
             cudaGetLastError();

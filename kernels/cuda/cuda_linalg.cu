@@ -58,12 +58,13 @@ static bool reverse_each(int len, int count, double *w)
 }
 
 /* Gram eigenvalues (descending, so sqrt keeps the order) to singular values; rounding may leave
- * eigenvalues of a rank-deficient Gram matrix slightly negative. */
+ * eigenvalues of a rank-deficient Gram matrix slightly negative. NaN stays NaN (review fix: fmax
+ * turned it into a silent 0). */
 static __global__ void sqrt_clamped_kernel(size_t n, double *x)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        x[i] = sqrt(fmax(x[i], 0.0));
+        x[i] = x[i] < 0.0 ? 0.0 : sqrt(x[i]);
     }
 }
 
@@ -87,6 +88,40 @@ static int first_failed_item(int n_items, const int *info_dev, int *info)
         }
     free(host);
     return failed;
+}
+
+/* A malloc'd host copy of n device doubles (NULL + sp_error on failure); values only come back. */
+static double *host_copy(const double *dev, size_t n, const char *what)
+{
+    double *host = (double *)malloc((n ? n : 1) * sizeof *host);
+    if (!host) {
+        sp_error(SP_ERR_NOMEM, "out of memory reading %zu %s", n, what);
+        return NULL;
+    }
+    if (!SP_CUDA_CHECK(cudaMemcpy(host, dev, n * sizeof *host, cudaMemcpyDeviceToHost))) {
+        free(host);
+        return NULL;
+    }
+    return host;
+}
+
+/* LAPACK refuses a matrix holding NaN or Inf (SP_ERR_NUMERIC on the CPU) while cuSOLVER returns
+ * NaN values and info 0: the values of count matrices (count x n doubles, small next to the
+ * matrices) are read back and scanned, so both backends fail the same way. */
+static sp_status first_nonfinite_matrix(int n, int count, const double *w_dev, const char *what)
+{
+    const size_t len = (size_t)count * (size_t)n;
+    double *w = host_copy(w_dev, len, "eigenvalues");
+    if (!w)
+        return sp_error_code();
+    sp_status st = SP_OK;
+    for (size_t i = 0; i < len && st == SP_OK; i++)
+        if (!isfinite(w[i]))
+            st = sp_error(SP_ERR_NUMERIC, "symmetric eigenvalues of %d x %d %s %zu of %d failed: non-finite values "
+                                          "(the matrix holds NaN or Inf)",
+                          n, n, what, i / (size_t)n, count);
+    free(w);
+    return st;
 }
 
 /* ---- symmetric eigenvalues ---- */
@@ -140,7 +175,7 @@ static sp_status eigvals_batch(int n, int count, double *a, double *w, const cha
             st = sp_error(SP_ERR_NUMERIC, "symmetric eigenvalues of %d x %d %s %d of %d failed (cuSOLVER Xsyevd info %d)",
                           n, n, what, failed, count, info);
         else if (failed == -1 && reverse_each(n, count, w))
-            st = SP_OK;
+            st = first_nonfinite_matrix(n, count, w, what);
     }
     sp_cuda_free(info_dev);
     return st;
@@ -230,25 +265,22 @@ done:
 }
 
 /* The matrices whose Gram eigenvalues (descending, k per matrix, on the device) have
- * lambda_min <= GRAM_RATIO_MIN * lambda_max, into matrix[] (host, count entries) and *n_found. */
+ * lambda_min <= GRAM_RATIO_MIN * lambda_max, into matrix[] (host, count entries) and *n_found.
+ * A NaN at either end also sends the matrix to gesvd (review fix: the comparison was false for NaN,
+ * so a NaN spectrum kept the Gram route). */
 static sp_status ill_conditioned(int k, int count, const double *lambda_dev, int *matrix, int *n_found)
 {
-    const size_t n = (size_t)count * (size_t)k;
-    double *lambda = (double *)malloc(n * sizeof *lambda);
+    double *lambda = host_copy(lambda_dev, (size_t)count * (size_t)k, "Gram eigenvalues");
     if (!lambda)
-        return sp_error(SP_ERR_NOMEM, "out of memory reading %zu Gram eigenvalues", n);
-    sp_status st = SP_ERR_INTERNAL;
-    if (SP_CUDA_CHECK(cudaMemcpy(lambda, lambda_dev, n * sizeof *lambda, cudaMemcpyDeviceToHost))) {
-        *n_found = 0;
-        for (int i = 0; i < count; i++) {
-            const double *l = lambda + (size_t)i * k;
-            if (l[k - 1] <= GRAM_RATIO_MIN * l[0])
-                matrix[(*n_found)++] = i;
-        }
-        st = SP_OK;
+        return sp_error_code();
+    *n_found = 0;
+    for (int i = 0; i < count; i++) {
+        const double *l = lambda + (size_t)i * k;
+        if (!(l[k - 1] > GRAM_RATIO_MIN * l[0]))
+            matrix[(*n_found)++] = i;
     }
     free(lambda);
-    return st;
+    return SP_OK;
 }
 
 sp_status sp_cuda_singvals(int m, int n, int count, double *a, double *s)

@@ -1,14 +1,15 @@
-/* kernels/cuda/cuda_ops.h: the CUDA backend's ops (float32 only), one file per concern, gathered into
- * the table by cuda_backend.cu, plus what those files share: the error-check macros, the cuBLAS
- * handle, a reusable device scratch buffer, grid sizing and warp/block reductions.
- * Semantics (layouts, overwrite vs accumulate) are those of kernels/backend.h.
+/* kernels/cuda/cuda_ops.h: the CUDA backend's ops (sp_real = float; the analyzers' linear algebra
+ * in double), one file per concern, gathered into the table by cuda_backend.cu, plus what those
+ * files share: the error-check macros, the cuBLAS handle, a reusable device scratch buffer, the
+ * cuSOLVER pool, grid sizing and warp/block reductions. Semantics (layouts, overwrite vs
+ * accumulate) are those of kernels/backend.h.
  *
  * Everything runs on the legacy default stream, so ops, cuBLAS calls and the synchronous
  * upload/download are ordered without explicit events. The one exception, the cuSOLVER pool, uses
- * blocking streams, which the legacy default stream orders the same way (see below). Errors never abort: a failing CUDA or cuBLAS
- * call records one sp_error line (file:line, the call, CUDA's message) and the op returns early; the
- * caller sees it through sp_error_code(). No kernel uses atomics, so every result is the same bits
- * run to run.
+ * blocking streams, which the legacy default stream orders the same way (see below). Errors never
+ * abort: a failing CUDA, cuBLAS or cuSOLVER call records one sp_error line (file:line, the call,
+ * CUDA's message) and the op returns early; the caller sees it through sp_error_code(). No kernel
+ * uses atomics, so every result is the same bits run to run.
  */
 #ifndef SP_CUDA_OPS_H
 #define SP_CUDA_OPS_H
