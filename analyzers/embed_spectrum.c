@@ -99,14 +99,9 @@ static sp_status row_spectrum(cov_scratch *s, const sp_real *e, int V, int d, in
 {
     const sp_backend *be = s->be;
     double *cov = be->alloc((size_t)d * (size_t)d * sizeof *cov, "embedding covariance fp64");
-    double *w_dev = cov ? be->alloc((size_t)d * sizeof *w_dev, "embedding eigenvalues") : NULL;
-    sp_status st = w_dev ? row_cross_products(s, e, V, d, centered, cov) : SP_ERR_NOMEM;
+    sp_status st = cov ? row_cross_products(s, e, V, d, centered, cov) : SP_ERR_NOMEM;
     if (st == SP_OK)
-        st = be->sym_eigvals(d, 1, cov, w_dev);
-    if (st == SP_OK)
-        be->download(w, w_dev, (size_t)d * sizeof *w);
-    if (w_dev)
-        be->free(w_dev);
+        st = sp_linalg_backend_eigvals(be, d, 1, cov, w);
     if (cov)
         be->free(cov);
     /* dividing the eigenvalues is dividing the matrix */

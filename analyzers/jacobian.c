@@ -20,8 +20,10 @@
 
 #include "analyzers/analyzer.h"
 #include "analyzers/block_jacobian.h"
+#include "analyzers/linalg.h"
 #include "analyzers/model_eval.h"
 #include "analyzers/progress.h"
+#include "analyzers/rowops.h"
 #include "core/rng.h"
 
 #define NAME "jacobian"
@@ -66,59 +68,31 @@ static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, i
     return SP_OK;
 }
 
-/* Backend scratch of sum_scale for sums of [rows, d]. */
-typedef struct {
-    sp_real *centered; /* [rows, d] */
-    sp_real *means;    /* [rows] */
-    sp_real *ones;     /* [d] */
-} scale_bufs;
-
-static void scale_bufs_free(const sp_backend *be, scale_bufs *b)
-{
-    sp_real *all[] = {b->centered, b->means, b->ones};
-    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
-        if (all[i])
-            be->free(all[i]);
-}
-
-static sp_status scale_bufs_init(const sp_backend *be, int rows, int d, scale_bufs *b)
-{
-    *b = (scale_bufs){be->alloc((size_t)rows * (size_t)d * sizeof(sp_real), "centered sum"),
-                      be->alloc((size_t)rows * sizeof(sp_real), "sum row means"),
-                      be->alloc((size_t)d * sizeof(sp_real), "ones")};
-    sp_real *ones = sp_malloc((size_t)d * sizeof *ones, "ones");
-    if (!ones || !b->centered || !b->means || !b->ones) {
-        free(ones);
-        scale_bufs_free(be, b);
-        return SP_ERR_NOMEM;
-    }
-    for (int i = 0; i < d; i++)
-        ones[i] = 1;
-    be->upload(b->ones, ones, (size_t)d * sizeof *ones);
-    free(ones);
-    return SP_OK;
-}
-
 /* The scale a norm divides sum by, over the sequence: sqrt(mean over tokens of the per-token
  * variance over features) for LayerNorm, sqrt(mean of squares) for RMSNorm. NaN without the sum.
- * On the backend: LayerNorm's row means by a gemm with a ones vector, subtracted by a rank-1 gemm
- * (two passes, no cancellation), then one sum of squares; only that reduction comes back. */
-static double sum_scale(const sp_model *m, const scale_bufs *b, int l, const char *slot, int rows)
+ * The per-token statistics come from analyzers/rowops.h (the backend's norm ops): only one value
+ * per token crosses to the host. var [rows] is host scratch. */
+static sp_status sum_scale(const sp_model *m, sp_rowops *ro, int l, const char *slot, int rows, double *var,
+                           double *scale)
 {
+    *scale = NAN;
     const sp_real *x = sp_model_slot(m, l, slot);
     if (!x)
-        return NAN;
-    const sp_backend *be = sp_model_backend(m);
+        return SP_OK;
     const sp_config *cfg = sp_model_config(m);
     const int d = cfg->d_model;
-    const size_t n = (size_t)rows * (size_t)d;
     if (cfg->norm == SP_NORM_LAYERNORM) {
-        be->gemm(0, 0, rows, 1, d, (sp_real)(1.0 / d), x, d, b->ones, 1, 0, b->means, 1);
-        be->copy(b->centered, x, n * sizeof *x);
-        be->gemm(0, 0, rows, d, 1, -1, b->means, 1, b->ones, d, 1, b->centered, d);
-        x = b->centered;
+        SP_TRY(sp_rowops_moments(ro, rows, d, x, NULL, var));
+    } else {
+        SP_TRY(sp_rowops_sqnorms(ro, rows, d, x, var));
+        for (int r = 0; r < rows; r++)
+            var[r] /= d;
     }
-    return sqrt(be->sumsq(n, x) / (double)n);
+    double acc = 0;
+    for (int r = 0; r < rows; r++)
+        acc += var[r];
+    *scale = sqrt(acc / rows);
+    return SP_OK;
 }
 
 /* sigma_max(d h_L / d h_l) from l = L-1 down to 0. The chain from l starts from J_l^T v, v the top
@@ -155,13 +129,18 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
 {
     sp_model *m = a->model;
     SP_TRY(sp_block_forward_copies(m, a->tokens, j->T, 1));
-    scale_bufs bufs;
-    SP_TRY(scale_bufs_init(a->be, j->T, j->d, &bufs));
-    for (int l = 0; l < j->L; l++) {
-        j->sigma_a[l] = sum_scale(m, &bufs, l, "sum_a", j->T);
-        j->sigma_z[l] = sum_scale(m, &bufs, l, "sum_z", j->T);
+    sp_rowops ro;
+    SP_TRY(sp_rowops_init(&ro, a->be, j->T, j->d));
+    double *var = sp_malloc((size_t)j->T * sizeof *var, "per-token variances");
+    sp_status st_scale = var ? SP_OK : SP_ERR_NOMEM;
+    for (int l = 0; l < j->L && st_scale == SP_OK; l++) {
+        st_scale = sum_scale(m, &ro, l, "sum_a", j->T, var, &j->sigma_a[l]);
+        if (st_scale == SP_OK)
+            st_scale = sum_scale(m, &ro, l, "sum_z", j->T, var, &j->sigma_z[l]);
     }
-    scale_bufs_free(a->be, &bufs);
+    free(var);
+    sp_rowops_free(&ro);
+    SP_TRY(st_scale);
     sp_block_op op;
     SP_TRY(sp_block_op_init(&op, m, 1, j->T));
     sp_status st = SP_OK;
@@ -239,17 +218,15 @@ static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
     const size_t nn = (size_t)n * (size_t)n, n_values = (size_t)j->L * (size_t)n;
     int max_rows = a->batch * a->seq_len;
     double *jt = be->alloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
-    double *s_dev = jt ? be->alloc(n_values * sizeof *s_dev, "token-local singular values") : NULL;
-    double *s = s_dev ? sp_malloc(n_values * sizeof *s, "token-local singular values") : NULL;
+    double *s = jt ? sp_malloc(n_values * sizeof *s, "token-local singular values") : NULL;
     sp_status st = s ? SP_OK : SP_ERR_NOMEM;
     for (int i = 0; i < j->n_tok && st == SP_OK; i++) {
         const int t = (int)j->tok_pos[i];
         st = sp_block_token_jacobians(a->model, a->tokens, t + 1, max_rows, jt);
         if (st == SP_OK)
-            st = be->singvals(n, n, j->L, jt, s_dev);
+            st = sp_linalg_backend_singvals(be, n, n, j->L, jt, s);
         if (st != SP_OK)
             break;
-        be->download(s, s_dev, n_values * sizeof *s);
         for (int l = 0; l < j->L; l++) {
             const double *sl = s + (size_t)l * n;
             double ss = 0;
@@ -262,8 +239,6 @@ static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
     }
     if (jt)
         be->free(jt);
-    if (s_dev)
-        be->free(s_dev);
     free(s);
     return st;
 }
@@ -303,7 +278,6 @@ typedef struct {
     double *left, *right; /* the factors of one product, widened */
     double *wv;           /* W_V as stored, widened */
     double *prod;         /* [L, d, d]: the product of every block */
-    double *s_dev;        /* [L, d] */
     double *s;            /* host [L, d] */
 } weight_bufs;
 
@@ -328,8 +302,7 @@ static sp_status product_norms(sp_model *m, const weight_bufs *b, product_kind k
         }
         be->gemm_f64(0, 0, d, d, inner, 1.0, b->left, inner, b->right, d, 0.0, b->prod + (size_t)l * dd, d);
     }
-    SP_TRY(be->singvals(d, d, L, b->prod, b->s_dev));
-    be->download(b->s, b->s_dev, (size_t)L * (size_t)d * sizeof *b->s);
+    SP_TRY(sp_linalg_backend_singvals(be, d, d, L, b->prod, b->s));
     for (int l = 0; l < L; l++)
         norm[l] = b->s[(size_t)l * d];
     return sp_model_sync(m);
@@ -347,9 +320,8 @@ static sp_status weight_terms(const sp_analysis *a, jac_result *j)
                      be->alloc(factor * sizeof(double), "weight product factor"),
                      be->alloc((size_t)cfg->n_kv_heads * (size_t)sp_config_head_dim(cfg) * d * sizeof(double), "W_V"),
                      be->alloc(L * d * d * sizeof(double), "weight products"),
-                     be->alloc(L * d * sizeof(double), "weight product singular values"),
                      sp_malloc(L * d * sizeof(double), "weight product singular values")};
-    sp_status st = b.left && b.right && b.wv && b.prod && b.s_dev && b.s ? SP_OK : SP_ERR_NOMEM;
+    sp_status st = b.left && b.right && b.wv && b.prod && b.s ? SP_OK : SP_ERR_NOMEM;
     for (int l = 0; l < j->L; l++)
         j->w2w3[l] = NAN;
     if (st == SP_OK)
@@ -361,7 +333,7 @@ static sp_status weight_terms(const sp_analysis *a, jac_result *j)
     /* NaN (no sum) propagates: the bound exists where the block has both sums */
     for (int l = 0; l < j->L; l++)
         j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
-    double *dev[] = {b.left, b.right, b.wv, b.prod, b.s_dev};
+    double *dev[] = {b.left, b.right, b.wv, b.prod};
     for (size_t i = 0; i < SP_ARRAY_LEN(dev); i++)
         if (dev[i])
             be->free(dev[i]);

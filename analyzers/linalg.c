@@ -11,6 +11,30 @@ sp_status sp_linalg_sym_eigvals(int n, double *a, double *w) { return sp_backend
 
 sp_status sp_linalg_singvals(int m, int n, double *a, double *s) { return sp_backend_cpu()->singvals(m, n, 1, a, s); }
 
+/* The values a decomposition left in the backend array out [len] (when it succeeded) into host,
+ * then out freed. */
+static sp_status values_to_host(const sp_backend *be, sp_status st, double *out, double *host, size_t len)
+{
+    if (st == SP_OK)
+        be->download(host, out, len * sizeof *host);
+    be->free(out);
+    return st;
+}
+
+sp_status sp_linalg_backend_eigvals(const sp_backend *be, int n, int count, double *a, double *w)
+{
+    const size_t len = (size_t)count * (size_t)n;
+    double *out = be->alloc((len ? len : 1) * sizeof *out, "eigenvalues");
+    return out ? values_to_host(be, be->sym_eigvals(n, count, a, out), out, w, len) : SP_ERR_NOMEM;
+}
+
+sp_status sp_linalg_backend_singvals(const sp_backend *be, int m, int n, int count, double *a, double *s)
+{
+    const size_t len = (size_t)count * (size_t)(m < n ? m : n);
+    double *out = be->alloc((len ? len : 1) * sizeof *out, "singular values");
+    return out ? values_to_host(be, be->singvals(m, n, count, a, out), out, s, len) : SP_ERR_NOMEM;
+}
+
 void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c)
 {
     sp_backend_cpu()->gemm_f64(0, 0, m, n, k, 1.0, a, k, b, n, 0.0, c, n);

@@ -4,11 +4,19 @@
 #define SP_LINALG_H
 
 #include "core/common.h"
+#include "kernels/backend.h"
 
 /* Eigenvalues of the symmetric n x n matrix a (row-major, destroyed), descending, into w[n]. */
 sp_status sp_linalg_sym_eigvals(int n, double *a, double *w);
 /* Singular values of the m x n matrix a (row-major, destroyed), descending, into s[min(m, n)]. */
 sp_status sp_linalg_singvals(int m, int n, double *a, double *s);
+
+/* The backend's decompositions with the values brought to the host: eigenvalues (descending) of
+ * `count` symmetric n x n matrices, resp. singular values of `count` m x n matrices, in backend
+ * memory a (destroyed), into host w [count, n] resp. s [count, min(m, n)]. The backend array the
+ * values land in is allocated and freed here. */
+sp_status sp_linalg_backend_eigvals(const sp_backend *be, int n, int count, double *a, double *w);
+sp_status sp_linalg_backend_singvals(const sp_backend *be, int m, int n, int count, double *a, double *s);
 
 /* c[m, n] = a[m, k] b[k, n], row-major (cblas_dgemm). */
 void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyzers/dev_bufs.h"
+#include "analyzers/linalg.h"
 
 /* total[i] += part[i] for the n column sums in backend memory. Accumulators restart with beta 0
  * after a drain, so part need not be cleared. */
@@ -228,16 +229,7 @@ sp_status sp_mom_batch_covariances(sp_mom_batch *b, sp_mom_cols *cols, const cha
 
 sp_status sp_mom_batch_eigvals(sp_mom_batch *b, double *w)
 {
-    const sp_backend *be = b->be;
-    const size_t n = (size_t)b->count * (size_t)b->dim;
-    double *w_dev = be->alloc((n ? n : 1) * sizeof *w_dev, "batched eigenvalues");
-    if (!w_dev)
-        return SP_ERR_NOMEM;
-    sp_status st = be->sym_eigvals(b->dim, b->count, b->totals, w_dev);
-    if (st == SP_OK)
-        be->download(w, w_dev, n * sizeof *w);
-    be->free(w_dev);
-    return st;
+    return sp_linalg_backend_eigvals(b->be, b->dim, b->count, b->totals, w);
 }
 
 void sp_mom_batch_free(sp_mom_batch *b)

@@ -119,6 +119,8 @@ sp_status sp_rowops_moments(sp_rowops *ro, int rows, int dim, const sp_real *x, 
     be->download(ro->host, ro->rstd, (size_t)rows * sizeof *ro->host);
     for (int r = 0; r < rows; r++)
         var[r] = mean_square(ro->host[r], 0.0);
+    if (!mean)
+        return SP_OK;
     be->download(ro->host, ro->mean, (size_t)rows * sizeof *ro->host);
     for (int r = 0; r < rows; r++)
         mean[r] = ro->host[r];

@@ -31,7 +31,7 @@ void sp_rowops_free(sp_rowops *ro); /* safe on a zeroed struct */
 sp_status sp_rowops_sqnorms(sp_rowops *ro, int rows, int dim, const sp_real *x, double *sq);
 /* out_r = x_r / ||x_r|| (backend; zero rows stay zero); sq (host, may be NULL) gets ||x_r||^2. */
 sp_status sp_rowops_unit(sp_rowops *ro, int rows, int dim, const sp_real *x, sp_real *out, double *sq);
-/* Per row the mean and the (biased) variance of its dim entries (host). */
+/* Per row the mean (mean may be NULL) and the (biased) variance of its dim entries (host). */
 sp_status sp_rowops_moments(sp_rowops *ro, int rows, int dim, const sp_real *x, double *mean, double *var);
 /* out = x - 1 vec^T: vec [dim] subtracted from every row (out may be x). */
 void sp_rowops_sub_vec(sp_rowops *ro, int rows, int dim, const sp_real *x, const sp_real *vec, sp_real *out);

@@ -106,20 +106,13 @@ static sp_status kind_singvals(const sp_analysis *a, const kind_layout *kl, doub
     size_t stack_elems;
     SP_TRY(sp_size_mul((size_t)kl->n_present, per_block, &stack_elems, "weight matrix stack"));
     double *stack = be->alloc(stack_elems * sizeof *stack, "weight matrix stack fp64");
-    double *s_dev = stack ? be->alloc((size_t)count * (size_t)kl->k * sizeof *s_dev, "singular values") : NULL;
-    if (!s_dev) {
-        if (stack)
-            be->free(stack);
+    if (!stack)
         return SP_ERR_NOMEM;
-    }
     for (int l = 0, at = 0; at < kl->n_present; l++)
         if (kl->param[l] >= 0)
             be->to_f64(per_block, sp_model_param(a->model, kl->param[l]), stack + (size_t)at++ * per_block, 0);
-    sp_status st = be->singvals(kl->part_rows, kl->cols, count, stack, s_dev);
+    sp_status st = sp_linalg_backend_singvals(be, kl->part_rows, kl->cols, count, stack, sv);
     be->free(stack);
-    if (st == SP_OK)
-        be->download(sv, s_dev, (size_t)count * (size_t)kl->k * sizeof *sv);
-    be->free(s_dev);
     return st;
 }
 
