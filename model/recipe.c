@@ -67,6 +67,12 @@ static const sp_recipe recipe_olmo2 = {
     2, {"na", "nf2"}, SP_ATTN_QK_NORM, 6,
     {ATTN(1, 0), NORM(2, 1, 0), ADD(3, 0, 2), FFN(4, 3), NORM(5, 4, 1), ADD(6, 3, 5)}, {6, -1}};
 
+/* Parallel residual (GPT-NeoX, GPT-J): x' = x + A(N1(x)) + F(N2(x)) */
+static const sp_recipe recipe_parallel = {
+    "parallel", 1, 7, {"x", "attn_in", "attn_out", "ffn_in", "ffn_out", "u", "out"},
+    2, {"n1", "n2"}, SP_ATTN_PLAIN, 6,
+    {NORM(1, 0, 0), ATTN(2, 1), NORM(3, 0, 1), FFN(4, 3), ADD(5, 0, 2), ADD(6, 5, 4)}, {6, -1}};
+
 /* Two streams, per sub-layer S: Xn = P(X); z = S(I(Xn + Q(Y))); X = Xn + z/c_l; Y = Y + z. */
 static const sp_recipe recipe_siamese = {
     "siamese", 2, 16,
@@ -92,6 +98,7 @@ const sp_recipe *sp_recipe_for_layer(const sp_config *cfg, int layer)
     case SP_VARIANT_HYBRID: return &recipe_hybrid;
     case SP_VARIANT_OLMO2: return &recipe_olmo2;
     case SP_VARIANT_SIAMESE: return &recipe_siamese;
+    case SP_VARIANT_PARALLEL: return &recipe_parallel;
     case SP_N_VARIANTS: break;
     }
     return NULL;
