@@ -5,23 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "io/atomic.h"
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when s does not start one. */
-static int utf8_length(const unsigned char *s)
-{
-    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4))
-        return 0; /* stray continuation, overlong 2-byte form, beyond U+10FFFF */
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0)))
-        return 0; /* overlong, or a UTF-16 surrogate */
-    if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90)))
-        return 0;
-    return n;
-}
 
 /* Text or attribute content: markup characters as entities, line breaks and tabs as character
  * references (attribute values would fold them into spaces). */
@@ -29,7 +14,7 @@ static void put_escaped(FILE *f, const char *text)
 {
     const unsigned char *s = (const unsigned char *)text;
     while (*s) {
-        int n = utf8_length(s);
+        int n = sp_utf8_length(s);
         if (n > 1) {
             fwrite(s, 1, (size_t)n, f);
             s += n;

@@ -1,10 +1,12 @@
 /* io/le.h: little-endian scalars from byte buffers, whatever the host's byte order (the llama2.c
- * formats are little-endian). */
+ * and safetensors formats are little-endian). */
 #ifndef SP_LE_H
 #define SP_LE_H
 
 #include <stdint.h>
 #include <string.h>
+
+static inline uint16_t sp_le_u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static inline uint32_t sp_le_u32(const unsigned char *p)
 {
@@ -23,6 +25,19 @@ static inline float sp_le_f32(const unsigned char *p)
 {
     uint32_t u = sp_le_u32(p);
     float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static inline uint64_t sp_le_u64(const unsigned char *p)
+{
+    return (uint64_t)sp_le_u32(p) | (uint64_t)sp_le_u32(p + 4) << 32;
+}
+
+static inline double sp_le_f64(const unsigned char *p)
+{
+    uint64_t u = sp_le_u64(p);
+    double v;
     memcpy(&v, &u, sizeof v);
     return v;
 }

@@ -42,6 +42,18 @@ void byte_buf_put_f32(byte_buf *b, float v)
     put_le32(b, u);
 }
 
+void byte_buf_put_u16(byte_buf *b, uint16_t v)
+{
+    unsigned char bytes[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+    byte_buf_put(b, bytes, 2);
+}
+
+void byte_buf_put_u64(byte_buf *b, uint64_t v)
+{
+    put_le32(b, (uint32_t)v);
+    put_le32(b, (uint32_t)(v >> 32));
+}
+
 void byte_buf_free(byte_buf *b)
 {
     free(b->data);
