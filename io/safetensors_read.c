@@ -22,7 +22,7 @@ static float half_to_float(uint16_t h)
         float magnitude = ldexpf((float)mantissa, -24);
         return sign ? -magnitude : magnitude;
     }
-    return float_from_bits(sign | (exponent - 15 + 127) << 23 | mantissa << 13);
+    return float_from_bits(sign | (exponent + 127 - 15) << 23 | mantissa << 13); /* rebias */
 }
 
 sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real *dst)

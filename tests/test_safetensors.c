@@ -678,6 +678,16 @@ static void test_fifo(void **state)
     alarm(0);
 }
 
+static void test_directory_as_file(void **state)
+{
+    (void)state;
+    char dir[4200], inner[4400];
+    write_model_dir("dir_as_file", NULL, NULL, 0, dir, sizeof dir);
+    snprintf(inner, sizeof inner, "%s/model.safetensors", dir);
+    assert_int_equal(mkdir(inner, 0700), 0);
+    expect_open_error(dir, SP_ERR_INPUT, NEEDLES("model.safetensors: expected a regular file, found a directory"));
+}
+
 static void test_missing_path(void **state)
 {
     (void)state;
@@ -856,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_metadata_not_strings),
         cmocka_unit_test(test_metadata_twice),
         cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_directory_as_file),
         cmocka_unit_test(test_missing_path),
         cmocka_unit_test(test_directory_without_model),
         cmocka_unit_test(test_index_missing_shard),
