@@ -147,6 +147,14 @@ double opcmp_softcap_fwd(const sp_backend *be, size_t n, double cap, double x_sc
     return opcmp_elementwise(be, ELEM_SOFTCAP, SP_ACT_SILU, cap, n, x_scale, seed);
 }
 
+double opcmp_elementwise_all(const sp_backend *be, size_t n, uint64_t seed)
+{
+    double err = opcmp_softcap_fwd(be, n, 2.0, 3.0, seed);
+    for (int kind = SP_ACT_GELU_TANH; kind <= SP_ACT_SILU; kind++)
+        err = fmax(err, fmax(opcmp_act_fwd(be, kind, n, 3.0, seed + 1), opcmp_glu_fwd(be, kind, n, 3.0, seed + 2)));
+    return err;
+}
+
 double opcmp_rope(const sp_backend *be, int batch, int seq_len, int n_heads, int head_dim, int rot_dims,
                   double theta, uint64_t seed)
 {

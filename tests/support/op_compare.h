@@ -19,6 +19,9 @@ double opcmp_norm_fwd(const sp_backend *be, sp_norm_kind kind, int rows, int dim
 double opcmp_act_fwd(const sp_backend *be, sp_act_kind kind, size_t n, double x_scale, uint64_t seed);
 double opcmp_glu_fwd(const sp_backend *be, sp_act_kind kind, size_t n, double g_scale, uint64_t seed);
 double opcmp_softcap_fwd(const sp_backend *be, size_t n, double cap, double x_scale, uint64_t seed);
+/* The largest error of all of them: every activation kind alone and gated, and a soft-cap of 2, on
+ * inputs of scale 3. */
+double opcmp_elementwise_all(const sp_backend *be, size_t n, uint64_t seed);
 /* RoPE with the table inv_freq[i] = theta^(-2i/rot_dims) (a uploaded copy), direction +1. */
 double opcmp_rope(const sp_backend *be, int batch, int seq_len, int n_heads, int head_dim, int rot_dims,
                   double theta, uint64_t seed);
