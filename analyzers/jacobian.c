@@ -289,12 +289,13 @@ static sp_status product_norms(sp_model *m, const weight_bufs *b, product_kind k
 {
     const sp_backend *be = sp_model_backend(m);
     const sp_config *cfg = sp_model_config(m);
-    const int d = cfg->d_model, L = cfg->n_layers, inner = kind == PRODUCT_WOWV ? d : cfg->d_ff;
+    /* the inner size: W_O's input (q_dim, the expanded W_V's output) or the FFN width */
+    const int d = cfg->d_model, L = cfg->n_layers, inner = kind == PRODUCT_WOWV ? sp_config_q_dim(cfg) : cfg->d_ff;
     const size_t dd = (size_t)d * (size_t)d, d_inner = (size_t)d * (size_t)inner;
     for (int l = 0; l < L; l++) {
         if (kind == PRODUCT_WOWV) {
-            SP_TRY(widen_param(m, l, "attn/wo", dd, b->left));
-            SP_TRY(widen_param(m, l, "attn/wv", (size_t)cfg->n_kv_heads * (size_t)sp_config_head_dim(cfg) * d, b->wv));
+            SP_TRY(widen_param(m, l, "attn/wo", d_inner, b->left));
+            SP_TRY(widen_param(m, l, "attn/wv", (size_t)sp_config_kv_dim(cfg) * d, b->wv));
             expand_wv(be, cfg, b->wv, b->right);
         } else {
             SP_TRY(widen_param(m, l, "ffn/w2", d_inner, b->left));
@@ -314,11 +315,11 @@ static sp_status weight_terms(const sp_analysis *a, jac_result *j)
     sp_model *m = a->model;
     const sp_backend *be = a->be;
     const sp_config *cfg = sp_model_config(m);
-    const size_t d = (size_t)cfg->d_model, dff = (size_t)cfg->d_ff, L = (size_t)j->L;
-    const size_t factor = d * (dff > d ? dff : d);
+    const size_t d = (size_t)cfg->d_model, dff = (size_t)cfg->d_ff, qd = (size_t)sp_config_q_dim(cfg);
+    const size_t L = (size_t)j->L, factor = d * (dff > qd ? dff : qd);
     weight_bufs b = {be->alloc(factor * sizeof(double), "weight product factor"),
                      be->alloc(factor * sizeof(double), "weight product factor"),
-                     be->alloc((size_t)cfg->n_kv_heads * (size_t)sp_config_head_dim(cfg) * d * sizeof(double), "W_V"),
+                     be->alloc((size_t)sp_config_kv_dim(cfg) * d * sizeof(double), "W_V"),
                      be->alloc(L * d * d * sizeof(double), "weight products"),
                      sp_malloc(L * d * sizeof(double), "weight product singular values")};
     sp_status st = b.left && b.right && b.wv && b.prod && b.s ? SP_OK : SP_ERR_NOMEM;

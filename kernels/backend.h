@@ -23,6 +23,18 @@
 
 typedef struct sp_backend sp_backend;
 
+/* Elementwise activations: GELU, tanh approximation (GPT-2) or exact 0.5 x (1 + erf(x / sqrt 2));
+ * SiLU x sigmoid(x). */
+typedef enum { SP_ACT_GELU_TANH, SP_ACT_GELU_ERF, SP_ACT_SILU } sp_act_kind;
+
+/* One attention call: the sizes, the score scale (1/sqrt(head_dim) unless a model says otherwise),
+ * the score soft-cap (0: off) and the sliding window (0: causal only). */
+typedef struct {
+    int batch, seq_len, n_heads, n_kv_heads, head_dim;
+    double scale, softcap;
+    int window;
+} sp_attn_shape;
+
 struct sp_backend {
     const char *name; /* "cpu" or "cuda" */
 
@@ -67,42 +79,52 @@ struct sp_backend {
     void (*norm_jvp)(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
                      const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty);
 
-    /* ---- activations, elementwise over n ----
-     * GELU, tanh approximation (GPT-2). SwiGLU: h = silu(g) * u. */
-    void (*gelu_fwd)(size_t n, const sp_real *x, sp_real *y);
-    void (*gelu_bwd)(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
-    void (*gelu_jvp)(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
-    void (*swiglu_fwd)(size_t n, const sp_real *g, const sp_real *u, sp_real *h);
-    void (*swiglu_bwd)(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du);
-    void (*swiglu_jvp)(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
-                       sp_real *th);
+    /* ---- activations, elementwise over n, evaluated in double ----
+     * act: y = act(x); glu: h = act(g) * u (SwiGLU with SP_ACT_SILU, GEGLU with a GELU). */
+    void (*act_fwd)(sp_act_kind kind, size_t n, const sp_real *x, sp_real *y);
+    void (*act_bwd)(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
+    void (*act_jvp)(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
+    void (*glu_fwd)(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, sp_real *h);
+    void (*glu_bwd)(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg,
+                    sp_real *du);
+    void (*glu_jvp)(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                    const sp_real *tu, sp_real *th);
+    /* Soft-cap y = cap tanh(x / cap) (y may be x). Its Jacobian is diagonal, 1 - (y / cap)^2 from the
+     * capped values y, and so its own transpose: softcap_jvp (out = that times t, out may be t) is
+     * also the VJP, which the backward pass applies in place to the gradient of the capped values. */
+    void (*softcap_fwd)(size_t n, double cap, const sp_real *x, sp_real *y);
+    void (*softcap_jvp)(size_t n, double cap, const sp_real *y, const sp_real *t, sp_real *out);
 
     /* ---- RoPE, in place on x [rows, n_heads * head_dim] ----
-     * Interleaved pairs (2i, 2i+1) within each head rotated by pos * theta^(-2i/head_dim), as llama2.c.
-     * direction +1 rotates (forward and JVP, the map is linear); -1 rotates back (its transpose, for
-     * the backward pass). */
-    void (*rope)(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x);
+     * Interleaved pairs (2i, 2i+1) within each head, as llama2.c: pair i < rot_dims / 2 turns by
+     * pos * inv_freq[i] with pos = r % seq_len (angle, sine and cosine in double); dims from rot_dims
+     * on pass through (partial rotary). inv_freq is backend memory, rot_dims / 2 doubles (the model
+     * computes the table once: theta^(-2i/rot_dims), scaled or not). direction +1 rotates (forward
+     * and JVP, the map is linear); -1 rotates back (its transpose, for the backward pass). */
+    void (*rope)(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq,
+                 int direction, sp_real *x);
 
-    /* ---- causal multi-head attention with grouped-query heads, scale 1/sqrt(head_dim) ----
+    /* ---- causal multi-head attention with grouped-query heads ----
      * q, out [rows, n_heads*head_dim]; k, v [rows, n_kv_heads*head_dim]; query head h reads kv head
-     * h / (n_heads / n_kv_heads). `saved` holds what the forward pass keeps for bwd and jvp, of
+     * h / (n_heads / n_kv_heads). Scores z = scale q.k; with softcap c > 0, s = c tanh(z / c), else
+     * s = z; query i sees key j iff j <= i and (window = 0 or i - j < window); P = softmax of the
+     * visible s, out = P v. `saved` holds what the forward pass keeps for bwd and jvp, of
      * attn_saved_elems() elements (the backend decides: probabilities, or row statistics). */
-    size_t (*attn_saved_elems)(int batch, int seq_len, int n_heads);
-    void (*attn_fwd)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out);
-    void (*attn_bwd)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
-                     sp_real *dk, sp_real *dv);
-    void (*attn_jvp)(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq,
-                     const sp_real *tk, const sp_real *tv, sp_real *tout);
+    size_t (*attn_saved_elems)(const sp_attn_shape *shape);
+    void (*attn_fwd)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v, sp_real *saved,
+                     sp_real *out);
+    void (*attn_bwd)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                     const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
+    void (*attn_jvp)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                     const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
 
     /* ---- embeddings ----
-     * out[r] = tok[ids[r]] + pos[r % seq_len] (pos may be NULL); ids are int32 in backend memory. */
-    void (*embed_fwd)(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
-                      sp_real *out);
-    void (*embed_bwd)(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *dout, sp_real *dtok,
-                      sp_real *dpos);
+     * out[r] = scale (tok[ids[r]] + pos[r % seq_len]) (pos may be NULL); ids are int32 in backend
+     * memory. bwd adds scale dout into the rows of dtok (and dpos). */
+    void (*embed_fwd)(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,
+                      const sp_real *pos, sp_real *out);
+    void (*embed_bwd)(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *dout,
+                      sp_real *dtok, sp_real *dpos);
 
     /* ---- softmax cross-entropy over logits [rows, vocab]; targets < 0 are ignored ----
      * fwd writes the loss of each row (0 for ignored rows); bwd ADDs scale * (softmax - onehot). */

@@ -1,15 +1,20 @@
-/* model/attention.c: the attention sub-layer of block l, out = attn(q, k, v) W_O^T with
- * q = x W_Q^T, k = x W_K^T, v = x W_V^T (one gemm each over all rows), optionally normalized
- * (hybrid: per head over head_dim; olmo2: q over d_model, k over kv_dim), then RoPE on q and k. */
+/* model/attention.c: the attention sub-layer of block l, out = attn(q, k, v) W_O^T (+ b_O) with
+ * q = x W_Q^T (+ b_Q), k = x W_K^T (+ b_K), v = x W_V^T (+ b_V) (one gemm each over all rows),
+ * optionally normalized (hybrid: q, k, v per head over head_dim; qk_norm head: q, k per head; olmo2
+ * and qk_norm full: q over q_dim, k over kv_dim), then RoPE on q and k with the layer's frequency
+ * table (global or local), then the backend's attention with the layer's scale, soft-cap and window. */
+#include <math.h>
+
 #include "model/model_internal.h"
+#include "model/rope_freq.h"
 
 /* One of the three projections and where its values, saved state and scratch live. */
 typedef struct {
-    int w;              /* weight index */
-    int dim;            /* projected width */
-    int norm_rows;      /* rows of the norm's view (rows * heads for per-head norms) */
+    int w, b;                /* weight and bias indices (bias -1: none) */
+    int dim;                 /* projected width */
+    int norm_rows;           /* rows of the norm's view (rows * heads for per-head norms) */
     int norm_dim;
-    sp_norm_params np;  /* gain -1: not normalized */
+    sp_norm_params np;       /* gain -1: not normalized */
     const sp_norm_state *ns;
     sp_real *pre, *post;     /* saved: projection, and the attention input (post == pre's target when no norm) */
     sp_real *d_pre, *d_post; /* scratch gradients or tangents */
@@ -20,17 +25,18 @@ static void projections(sp_model *m, int l, const sp_attn_state *st, projection 
 {
     const sp_config *cfg = &m->cfg;
     const sp_block_params *b = &m->blocks[l];
-    const int rows = m->rows, d = cfg->d_model, kv = sp_config_kv_dim(cfg), hd = sp_config_head_dim(cfg);
-    const int per_head = b->recipe->attn_norm == SP_ATTN_QKV_HEADNORM;
+    const int rows = m->rows, qd = sp_config_q_dim(cfg), kv = sp_config_kv_dim(cfg), hd = sp_config_head_dim(cfg);
+    const int per_head = b->attn_norm == SP_ATTN_QKV_HEADNORM || b->attn_norm == SP_ATTN_QK_HEADNORM;
     const int rope = cfg->pos == SP_POS_ROPE;
     const sp_scratch *sc = &m->scratch;
     const int heads[3] = {cfg->n_heads, cfg->n_kv_heads, cfg->n_kv_heads};
-    const int w[3] = {b->wq, b->wk, b->wv}, dims[3] = {d, kv, kv};
+    const int w[3] = {b->wq, b->wk, b->wv}, bias[3] = {b->bq, b->bk, b->bv}, dims[3] = {qd, kv, kv};
     sp_real *const pre[3] = {st->q_pre, st->k_pre, st->v_pre}, *const post[3] = {st->q, st->k, st->v};
     sp_real *const d_pre[3] = {sc->dq_pre, sc->dk_pre, sc->dv_pre}, *const d_post[3] = {sc->dq, sc->dk, sc->dv};
     for (int i = 0; i < 3; i++) {
         p[i] = (projection){
             .w = w[i],
+            .b = bias[i],
             .dim = dims[i],
             .norm_rows = per_head ? rows * heads[i] : rows,
             .norm_dim = per_head ? hd : dims[i],
@@ -45,48 +51,64 @@ static void projections(sp_model *m, int l, const sp_attn_state *st, projection 
     }
 }
 
-static void rope(const sp_model *m, const projection *p, int direction, sp_real *x)
+static void rope(const sp_model *m, int l, const projection *p, int direction, sp_real *x)
 {
     if (p->rope_heads)
-        m->be->rope(m->rows, m->seq_len, p->rope_heads, sp_config_head_dim(&m->cfg), m->cfg.rope_theta, direction, x);
+        m->be->rope(m->rows, m->seq_len, p->rope_heads, sp_config_head_dim(&m->cfg), sp_config_rope_dims(&m->cfg),
+                    m->rope_freq[sp_rope_layer_local(&m->cfg, l)], direction, x);
+}
+
+sp_attn_shape sp_attn_shape_of(const sp_model *m, int l, int batch, int seq_len)
+{
+    const sp_config *cfg = &m->cfg;
+    const int hd = sp_config_head_dim(cfg);
+    return (sp_attn_shape){.batch = batch,
+                           .seq_len = seq_len,
+                           .n_heads = cfg->n_heads,
+                           .n_kv_heads = cfg->n_kv_heads,
+                           .head_dim = hd,
+                           .scale = cfg->attn_scale > 0 ? cfg->attn_scale : 1.0 / sqrt((double)hd),
+                           .softcap = cfg->attn_softcap,
+                           .window = sp_config_layer_windowed(cfg, l) ? cfg->sliding_window : 0};
 }
 
 void sp_attn_fwd(sp_model *m, int l, const sp_real *x, sp_attn_state *st, sp_real *out)
 {
-    const int rows = m->rows, d = m->cfg.d_model;
+    const sp_block_params *b = &m->blocks[l];
+    const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
     projection p[3];
     projections(m, l, st, p);
     for (int i = 0; i < 3; i++) {
         const int normed = p[i].np.gain >= 0;
-        sp_linear_fwd(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), normed ? p[i].pre : p[i].post);
+        sp_linear_fwd(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), sp_model_param_or_null(m, p[i].b),
+                      normed ? p[i].pre : p[i].post);
         if (normed)
             sp_norm_op_fwd(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].post, p[i].ns);
-        rope(m, &p[i], +1, p[i].post);
+        rope(m, l, &p[i], +1, p[i].post);
     }
-    m->be->attn_fwd(m->batch, m->seq_len, m->cfg.n_heads, m->cfg.n_kv_heads, sp_config_head_dim(&m->cfg), st->q,
-                    st->k, st->v, st->saved, st->a);
-    sp_linear_fwd(m, rows, d, d, st->a, sp_model_param(m, m->blocks[l].wo), out);
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
+    m->be->attn_fwd(&shape, st->q, st->k, st->v, st->saved, st->a);
+    sp_linear_fwd(m, rows, qd, d, st->a, sp_model_param(m, b->wo), sp_model_param_or_null(m, b->bo), out);
 }
 
 void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *dout, sp_real *dx,
                  int with_params)
 {
-    const sp_config *cfg = &m->cfg;
     const sp_backend *be = m->be;
-    const int rows = m->rows, d = cfg->d_model;
+    const sp_block_params *b = &m->blocks[l];
+    const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
     const sp_scratch *sc = &m->scratch;
-    const int wo = m->blocks[l].wo;
-    sp_linear_bwd(m, rows, d, d, st->a, sp_model_param(m, wo), dout, sc->da, 0,
-                  with_params ? sp_model_grad(m, wo) : NULL);
+    sp_linear_bwd(m, rows, qd, d, st->a, sp_model_param(m, b->wo), dout, sc->da, 0,
+                  with_params ? sp_model_grad(m, b->wo) : NULL, with_params ? sp_model_grad_or_null(m, b->bo) : NULL);
 
     projection p[3];
     projections(m, l, st, p);
     for (int i = 0; i < 3; i++)
         be->zero(p[i].d_post, (size_t)rows * (size_t)p[i].dim * sizeof(sp_real));
-    be->attn_bwd(m->batch, m->seq_len, cfg->n_heads, cfg->n_kv_heads, sp_config_head_dim(cfg), st->q, st->k, st->v,
-                 st->saved, sc->da, sc->dq, sc->dk, sc->dv);
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
+    be->attn_bwd(&shape, st->q, st->k, st->v, st->saved, sc->da, sc->dq, sc->dk, sc->dv);
     for (int i = 0; i < 3; i++) {
-        rope(m, &p[i], -1, p[i].d_post);
+        rope(m, l, &p[i], -1, p[i].d_post);
         const sp_real *dproj = p[i].d_post;
         if (p[i].np.gain >= 0) {
             be->zero(p[i].d_pre, (size_t)rows * (size_t)p[i].dim * sizeof(sp_real));
@@ -95,25 +117,25 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
             dproj = p[i].d_pre;
         }
         sp_linear_bwd(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), dproj, dx, 1,
-                      with_params ? sp_model_grad(m, p[i].w) : NULL);
+                      with_params ? sp_model_grad(m, p[i].w) : NULL,
+                      with_params ? sp_model_grad_or_null(m, p[i].b) : NULL);
     }
 }
 
 void sp_attn_jvp(sp_model *m, int l, const sp_attn_state *st, const sp_real *tx, sp_real *tout)
 {
-    const sp_config *cfg = &m->cfg;
-    const int rows = m->rows, d = cfg->d_model;
+    const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
     const sp_scratch *sc = &m->scratch;
     projection p[3];
     projections(m, l, st, p);
     for (int i = 0; i < 3; i++) {
         const int normed = p[i].np.gain >= 0;
-        sp_linear_fwd(m, rows, d, p[i].dim, tx, sp_model_param(m, p[i].w), normed ? p[i].d_pre : p[i].d_post);
+        sp_linear_fwd(m, rows, d, p[i].dim, tx, sp_model_param(m, p[i].w), NULL, normed ? p[i].d_pre : p[i].d_post);
         if (normed)
             sp_norm_op_jvp(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].ns, p[i].d_pre, p[i].d_post);
-        rope(m, &p[i], +1, p[i].d_post);
+        rope(m, l, &p[i], +1, p[i].d_post);
     }
-    m->be->attn_jvp(m->batch, m->seq_len, cfg->n_heads, cfg->n_kv_heads, sp_config_head_dim(cfg), st->q, st->k,
-                    st->v, st->saved, sc->dq, sc->dk, sc->dv, sc->da);
-    sp_linear_fwd(m, rows, d, d, sc->da, sp_model_param(m, m->blocks[l].wo), tout);
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
+    m->be->attn_jvp(&shape, st->q, st->k, st->v, st->saved, sc->dq, sc->dk, sc->dv, sc->da);
+    sp_linear_fwd(m, rows, qd, d, sc->da, sp_model_param(m, m->blocks[l].wo), NULL, tout);
 }

@@ -77,9 +77,12 @@ sp_status sp_model_backward(sp_model *m)
     be->zero(m->grads, m->n_weights * sizeof(sp_real));
     be->zero(t->dlogits, (size_t)rows * (size_t)vocab * sizeof(sp_real));
     be->xent_bwd(rows, vocab, t->logits, t->targets, (sp_real)(1.0 / m->loss_count), t->dlogits);
+    if (cfg->final_softcap > 0) /* the soft-cap's Jacobian is diagonal: its JVP is its VJP, in place */
+        be->softcap_jvp((size_t)rows * (size_t)vocab, cfg->final_softcap, t->logits, t->dlogits, t->dlogits);
     /* without a final norm the head input is the last block's output: its gradient is the stream's */
     sp_real *dhf = t->dhf ? t->dhf : sc->stream[0][0];
-    sp_linear_bwd(m, rows, d, vocab, t->hf, sp_model_param(m, m->head), t->dlogits, dhf, 0, sp_model_grad(m, m->head));
+    sp_linear_bwd(m, rows, d, vocab, t->hf, sp_model_param(m, m->head), t->dlogits, dhf, 0, sp_model_grad(m, m->head),
+                  NULL);
     if (t->dhf)
         final_norms_bwd(m, dhf, sc->stream[0]);
 
@@ -100,7 +103,8 @@ sp_status sp_model_backward(sp_model *m)
         be->zero(t->de, bytes);
         sp_norm_op_bwd(m, m->embed_norm, rows, d, t->e, &t->embed_norm, t->dh0, t->de, 1);
     }
-    be->embed_bwd(rows, m->seq_len, d, t->ids, t->de, sp_model_grad(m, m->tok), sp_model_grad_or_null(m, m->pos));
+    be->embed_bwd(rows, m->seq_len, d, (sp_real)cfg->embed_scale, t->ids, t->de, sp_model_grad(m, m->tok),
+                  sp_model_grad_or_null(m, m->pos));
     SP_TRY(sp_model_sync(m));
     m->has_grads = 1;
     return SP_OK;

@@ -1,20 +1,31 @@
-/* model/ffn.c: the FFN sub-layer of block l. GELU: h = gelu(x W1^T); SwiGLU: h = silu(x W1^T) * (x W3^T);
- * out = h W2^T. h is the "FFN latent" capture point. */
+/* model/ffn.c: the FFN sub-layer of block l. GELU: h = gelu(x W1^T + b1); gated (SwiGLU, GEGLU):
+ * h = act(x W1^T + b1) * (x W3^T + b3) with act = silu or gelu; out = h W2^T + b2 (biases with
+ * ffn_bias). GELU is the tanh approximation or the exact erf form (cfg->gelu). h is the "FFN
+ * latent" capture point. */
 #include "model/model_internal.h"
+
+/* The activation of W1's output. */
+static sp_act_kind ffn_act(const sp_config *cfg)
+{
+    if (cfg->ffn == SP_FFN_SWIGLU)
+        return SP_ACT_SILU;
+    return cfg->gelu == SP_GELU_ERF ? SP_ACT_GELU_ERF : SP_ACT_GELU_TANH;
+}
 
 void sp_ffn_fwd(sp_model *m, int l, const sp_real *x, sp_ffn_state *st, sp_real *out)
 {
     const sp_block_params *b = &m->blocks[l];
     const int rows = m->rows, d = m->cfg.d_model, dff = m->cfg.d_ff;
     const size_t n = (size_t)rows * (size_t)dff;
-    sp_linear_fwd(m, rows, d, dff, x, sp_model_param(m, b->w1), st->g);
+    const sp_act_kind act = ffn_act(&m->cfg);
+    sp_linear_fwd(m, rows, d, dff, x, sp_model_param(m, b->w1), sp_model_param_or_null(m, b->b1), st->g);
     if (st->u) {
-        sp_linear_fwd(m, rows, d, dff, x, sp_model_param(m, b->w3), st->u);
-        m->be->swiglu_fwd(n, st->g, st->u, st->h);
+        sp_linear_fwd(m, rows, d, dff, x, sp_model_param(m, b->w3), sp_model_param_or_null(m, b->b3), st->u);
+        m->be->glu_fwd(act, n, st->g, st->u, st->h);
     } else {
-        m->be->gelu_fwd(n, st->g, st->h);
+        m->be->act_fwd(act, n, st->g, st->h);
     }
-    sp_linear_fwd(m, rows, dff, d, st->h, sp_model_param(m, b->w2), out);
+    sp_linear_fwd(m, rows, dff, d, st->h, sp_model_param(m, b->w2), sp_model_param_or_null(m, b->b2), out);
 }
 
 void sp_ffn_bwd(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *dout, sp_real *dx,
@@ -25,19 +36,19 @@ void sp_ffn_bwd(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, co
     const sp_scratch *sc = &m->scratch;
     const int rows = m->rows, d = m->cfg.d_model, dff = m->cfg.d_ff;
     const size_t n = (size_t)rows * (size_t)dff;
-    sp_linear_bwd(m, rows, dff, d, st->h, sp_model_param(m, b->w2), dout, sc->dh, 0,
-                  with_params ? sp_model_grad(m, b->w2) : NULL);
+    const sp_act_kind act = ffn_act(&m->cfg);
+#define GRAD(i) (with_params ? sp_model_grad_or_null(m, i) : NULL)
+    sp_linear_bwd(m, rows, dff, d, st->h, sp_model_param(m, b->w2), dout, sc->dh, 0, GRAD(b->w2), GRAD(b->b2));
     be->zero(sc->dg, n * sizeof(sp_real));
     if (st->u) {
         be->zero(sc->du, n * sizeof(sp_real));
-        be->swiglu_bwd(n, st->g, st->u, sc->dh, sc->dg, sc->du);
-        sp_linear_bwd(m, rows, d, dff, x, sp_model_param(m, b->w3), sc->du, dx, 1,
-                      with_params ? sp_model_grad(m, b->w3) : NULL);
+        be->glu_bwd(act, n, st->g, st->u, sc->dh, sc->dg, sc->du);
+        sp_linear_bwd(m, rows, d, dff, x, sp_model_param(m, b->w3), sc->du, dx, 1, GRAD(b->w3), GRAD(b->b3));
     } else {
-        be->gelu_bwd(n, st->g, sc->dh, sc->dg);
+        be->act_bwd(act, n, st->g, sc->dh, sc->dg);
     }
-    sp_linear_bwd(m, rows, d, dff, x, sp_model_param(m, b->w1), sc->dg, dx, 1,
-                  with_params ? sp_model_grad(m, b->w1) : NULL);
+    sp_linear_bwd(m, rows, d, dff, x, sp_model_param(m, b->w1), sc->dg, dx, 1, GRAD(b->w1), GRAD(b->b1));
+#undef GRAD
 }
 
 void sp_ffn_jvp(sp_model *m, int l, const sp_ffn_state *st, const sp_real *tx, sp_real *tout)
@@ -46,12 +57,13 @@ void sp_ffn_jvp(sp_model *m, int l, const sp_ffn_state *st, const sp_real *tx, s
     const sp_scratch *sc = &m->scratch;
     const int rows = m->rows, d = m->cfg.d_model, dff = m->cfg.d_ff;
     const size_t n = (size_t)rows * (size_t)dff;
-    sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w1), sc->dg);
+    const sp_act_kind act = ffn_act(&m->cfg);
+    sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w1), NULL, sc->dg);
     if (st->u) {
-        sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w3), sc->du);
-        m->be->swiglu_jvp(n, st->g, st->u, sc->dg, sc->du, sc->dh);
+        sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w3), NULL, sc->du);
+        m->be->glu_jvp(act, n, st->g, st->u, sc->dg, sc->du, sc->dh);
     } else {
-        m->be->gelu_jvp(n, st->g, sc->dg, sc->dh);
+        m->be->act_jvp(act, n, st->g, sc->dg, sc->dh);
     }
-    sp_linear_fwd(m, rows, dff, d, sc->dh, sp_model_param(m, b->w2), tout);
+    sp_linear_fwd(m, rows, dff, d, sc->dh, sp_model_param(m, b->w2), NULL, tout);
 }

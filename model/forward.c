@@ -1,5 +1,5 @@
 /* model/forward.c: the forward interpreter of the block recipes, and the model's forward pass
- * (embedding, blocks, final norms, head, cross-entropy). */
+ * (embedding, blocks, final norms, head, logit soft-cap, cross-entropy). */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -132,14 +132,16 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
     const sp_config *cfg = &m->cfg;
     sp_top_state *t = &m->top;
     m->be->upload(t->ids, tokens, (size_t)m->rows * sizeof(int32_t));
-    m->be->embed_fwd(m->rows, seq_len, cfg->d_model, t->ids, sp_model_param(m, m->tok),
+    m->be->embed_fwd(m->rows, seq_len, cfg->d_model, (sp_real)cfg->embed_scale, t->ids, sp_model_param(m, m->tok),
                      sp_model_param_or_null(m, m->pos), t->e);
     if (m->embed_norm.gain >= 0)
         sp_norm_op_fwd(m, m->embed_norm, m->rows, cfg->d_model, t->e, t->h0, &t->embed_norm);
     for (int l = 0; l < cfg->n_layers; l++)
         run_block(m, l);
     final_norms(m);
-    sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), t->logits);
+    sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), NULL, t->logits);
+    if (cfg->final_softcap > 0)
+        m->be->softcap_fwd((size_t)m->rows * (size_t)cfg->vocab_size, cfg->final_softcap, t->logits, t->logits);
     if (targets)
         SP_TRY(loss_fwd(m, targets, loss));
     return sp_model_sync(m);

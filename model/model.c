@@ -5,6 +5,7 @@
 
 #include "core/rng.h"
 #include "model/model_internal.h"
+#include "model/rope_freq.h"
 
 /* Index of blocks/<l>/<leaf>, -1 when absent. */
 static int find_in_block(const sp_model *m, int l, const char *leaf)
@@ -38,6 +39,7 @@ static sp_status resolve_block(sp_model *m, int l)
         return sp_error(SP_ERR_INTERNAL, "model: recipe '%s' has %d attention and %d FFN steps (expected 1 each)",
                         r->name, n_attn, n_ffn);
     b->recipe = r;
+    b->attn_norm = sp_recipe_attn_norm(&m->cfg, r);
     if (r->n_slots > m->max_slots)
         m->max_slots = r->n_slots;
     char prefix[SP_PARAM_NAME_MAX];
@@ -57,6 +59,35 @@ static sp_status resolve_block(sp_model *m, int l)
     b->w1 = find_in_block(m, l, "ffn/w1");
     b->w3 = find_in_block(m, l, "ffn/w3");
     b->w2 = find_in_block(m, l, "ffn/w2");
+    int *const bias[] = {&b->bq, &b->bk, &b->bv, &b->bo, &b->b1, &b->b3, &b->b2};
+    const char *const bias_leaf[] = {"attn/bq", "attn/bk", "attn/bv", "attn/bo", "ffn/b1", "ffn/b3", "ffn/b2"};
+    for (size_t i = 0; i < SP_ARRAY_LEN(bias); i++) {
+        *bias[i] = find_in_block(m, l, bias_leaf[i]);
+        m->has_bias |= *bias[i] >= 0;
+    }
+    return SP_OK;
+}
+
+/* RoPE's inverse-frequency tables in backend memory: the global one, and the local one when the
+ * windowed layers have their own base. */
+static sp_status upload_rope_tables(sp_model *m)
+{
+    const int n = sp_config_rope_dims(&m->cfg) / 2;
+    if (n == 0)
+        return SP_OK;
+    double *host = sp_malloc((size_t)n * sizeof *host, "RoPE frequencies");
+    if (!host)
+        return SP_ERR_NOMEM;
+    for (int local = 0; local < 1 + (m->cfg.rope_local_theta > 0); local++) {
+        m->rope_freq[local] = m->be->alloc((size_t)n * sizeof *host, "RoPE frequencies");
+        if (!m->rope_freq[local]) {
+            free(host);
+            return SP_ERR_NOMEM;
+        }
+        sp_rope_inv_freq(&m->cfg, local, host);
+        m->be->upload(m->rope_freq[local], host, (size_t)n * sizeof *host);
+    }
+    free(host);
     return SP_OK;
 }
 
@@ -98,12 +129,13 @@ sp_status sp_model_create(const sp_config *cfg, const sp_backend *be, sp_model *
     m->fin_x_norm = find_norm(m, "final_norm_x");
     m->fin_y_norm = find_norm(m, "final_norm_y");
     m->fin_norm = find_norm(m, "final_norm");
-    for (int l = 0; l < cfg->n_layers; l++) {
+    for (int l = 0; l < cfg->n_layers && st == SP_OK; l++)
         st = resolve_block(m, l);
-        if (st != SP_OK) {
-            sp_model_free(m);
-            return st;
-        }
+    if (st == SP_OK)
+        st = upload_rope_tables(m);
+    if (st != SP_OK) {
+        sp_model_free(m);
+        return st;
     }
     *out = m;
     return SP_OK;
@@ -113,7 +145,7 @@ void sp_model_free(sp_model *m)
 {
     if (!m)
         return;
-    void *buffers[] = {m->params, m->grads, m->arena, m->probe_arena};
+    void *buffers[] = {m->params, m->grads, m->arena, m->probe_arena, m->rope_freq[0], m->rope_freq[1]};
     for (size_t i = 0; i < SP_ARRAY_LEN(buffers); i++)
         if (buffers[i])
             m->be->free(buffers[i]);

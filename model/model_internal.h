@@ -21,10 +21,13 @@ typedef struct {
 
 typedef struct {
     const sp_recipe *recipe;
+    sp_attn_norm attn_norm;                    /* the recipe's, else the config's qk_norm */
     sp_norm_params norms[SP_RECIPE_MAX_NORMS]; /* recipe norm instances */
     int wq, wk, wv, wo;
-    sp_norm_params qkv_norm[3]; /* q, k, v projection norms (hybrid: q, k, v; olmo2: q, k) */
+    int bq, bk, bv, bo;         /* linear biases, -1 when absent */
+    sp_norm_params qkv_norm[3]; /* q, k, v projection norms (hybrid: q, k, v; qk norms: q, k) */
     int w1, w3, w2;             /* w3 is -1 for GELU */
+    int b1, b3, b2;
 } sp_block_params;
 
 /* What a norm saved: [rows] each (mean NULL for RMSNorm). */
@@ -43,8 +46,8 @@ typedef struct {
 
 /* What the FFN sub-layer saved. */
 typedef struct {
-    sp_real *g; /* x W1^T (GELU pre-activation, or SwiGLU gate) [rows, d_ff] */
-    sp_real *u; /* x W3^T (SwiGLU up; NULL for GELU) */
+    sp_real *g; /* x W1^T (GELU pre-activation, or the gate of a gated FFN) [rows, d_ff] */
+    sp_real *u; /* x W3^T (gated FFN's up; NULL for GELU) */
     sp_real *h; /* latent: input of W2 */
 } sp_ffn_state;
 
@@ -61,20 +64,21 @@ typedef struct {
     sp_real *stream[2][2];              /* ping-pong stream gradients between blocks [rows, d] */
     sp_real *dq, *dk, *dv;              /* attention input gradients/tangents */
     sp_real *dq_pre, *dk_pre, *dv_pre;  /* before the projection norms */
-    sp_real *da;                        /* W_O input gradient/tangent [rows, d] */
+    sp_real *da;                        /* W_O input gradient/tangent [rows, q_dim] */
     sp_real *dg, *du, *dh;              /* FFN [rows, d_ff] */
 } sp_scratch;
 
 /* Everything outside the blocks. */
 typedef struct {
     int32_t *ids, *targets;       /* backend [rows] */
+    sp_real *ones;                /* [rows] of 1, for bias sums (NULL without linear biases) */
     sp_real *e;                   /* embedding output [rows, d] */
     sp_real *h0;                  /* block-0 input: e, or Ne(e) */
     sp_norm_state embed_norm;
     sp_real *fin_x, *fin_y, *fin_sum; /* siamese N_x(X), N_y(Y), their sum */
     sp_norm_state fin_x_norm, fin_y_norm, fin_norm;
     sp_real *hf;                  /* head input */
-    sp_real *logits, *losses;     /* [rows, V], [rows] */
+    sp_real *logits, *losses;     /* [rows, V] (soft-capped with final_softcap), [rows] */
     sp_real *dlogits, *dhf, *dfin_sum, *dh0, *de; /* gradients */
 } sp_top_state;
 
@@ -90,6 +94,8 @@ struct sp_model {
     sp_block_params *blocks;
     sp_norm_params embed_norm, fin_x_norm, fin_y_norm, fin_norm;
     int tok, pos, head; /* pos -1 without learned positions; head = tok when tied */
+    int has_bias;       /* some block has a linear bias */
+    double *rope_freq[2]; /* backend, rope_dims / 2 inverse frequencies: global and local layers (NULL: none) */
     int max_slots;      /* largest n_slots over the blocks */
 
     /* shape of the last forward pass (rows 0 before any) */
@@ -122,13 +128,14 @@ sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out);
 static inline sp_real *sp_model_param_or_null(sp_model *m, int i) { return i < 0 ? NULL : m->params + m->offsets[i]; }
 static inline sp_real *sp_model_grad_or_null(sp_model *m, int i) { return i < 0 ? NULL : m->grads + m->offsets[i]; }
 
-/* ---- linear maps with [out, in] weights (model/linear.c) ----
- * fwd: y = x W^T (overwrites). bwd: dx = dy W (accumulate 0) or dx += dy W (accumulate 1), and
- * dW += dy^T x when dW is not NULL. */
+/* ---- linear maps with [out, in] weights and optional [out] biases (model/linear.c) ----
+ * fwd: y = x W^T (+ b) (overwrites; b NULL: none, as for tangents). bwd: dx = dy W (accumulate 0) or
+ * dx += dy W (accumulate 1), dW += dy^T x when dW is not NULL, db += column sums of dy when db is
+ * not NULL. */
 void sp_linear_fwd(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
-                   sp_real *y);
+                   const sp_real *b, sp_real *y);
 void sp_linear_bwd(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
-                   const sp_real *dy, sp_real *dx, int accumulate, sp_real *dw);
+                   const sp_real *dy, sp_real *dx, int accumulate, sp_real *dw, sp_real *db);
 
 /* ---- sub-layers (model/norm_op.c, model/attention.c, model/ffn.c) ----
  * fwd reads x [rows, d] and writes out [rows, d] plus its saved state; bwd ADDs into dx and (when
@@ -141,6 +148,8 @@ void sp_norm_op_bwd(sp_model *m, sp_norm_params np, int rows, int dim, const sp_
 void sp_norm_op_jvp(sp_model *m, sp_norm_params np, int rows, int dim, const sp_real *x, const sp_norm_state *st,
                     const sp_real *tx, sp_real *ty);
 
+/* The backend attention call of block l for a batch x seq_len pass: sizes, scale, soft-cap, window. */
+sp_attn_shape sp_attn_shape_of(const sp_model *m, int l, int batch, int seq_len);
 void sp_attn_fwd(sp_model *m, int l, const sp_real *x, sp_attn_state *st, sp_real *out);
 void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *dout, sp_real *dx,
                  int with_params);

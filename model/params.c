@@ -6,8 +6,8 @@
 
 #include "model/recipe.h"
 
-const char *const sp_role_names[] = {"tok_embed", "pos_embed", "wq", "wk",        "wv",        "wo",  "w1",
-                                     "w2",        "w3",        "norm_gain", "norm_bias", "head", NULL};
+const char *const sp_role_names[] = {"tok_embed", "pos_embed", "wq",   "wk",          "wv", "wo", "w1", "w2",
+                                     "w3",        "norm_gain", "norm_bias", "head", "linear_bias", NULL};
 
 typedef struct {
     sp_param_spec *specs;
@@ -43,17 +43,47 @@ static void add_matrix(layout *lay, int layer, sp_param_role role, const char *n
     m->init_std = std;
 }
 
+/* A matrix of block l, blocks/<l>/<leaf> [rows, cols], followed by its bias blocks/<l>/<bias_leaf>
+ * [rows] when with_bias (zero at init, no weight decay). */
+static void add_block_linear(layout *lay, int l, sp_param_role role, const char *leaf, int64_t rows, int64_t cols,
+                             double std, int with_bias, const char *bias_leaf)
+{
+    char name[SP_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "blocks/%d/%s", l, leaf);
+    add_matrix(lay, l, role, name, rows, cols, std);
+    if (with_bias) {
+        sp_param_spec *b = push(lay, l, SP_ROLE_LINEAR_BIAS, rows, 0);
+        snprintf(b->name, sizeof b->name, "blocks/%d/%s", l, bias_leaf);
+    }
+}
+
+/* The normalized projections' gains (and biases) of block l's attention. */
+static void add_attn_norms(layout *lay, const sp_config *cfg, int l, sp_attn_norm kind)
+{
+    const char *qkv[] = {"q_norm", "k_norm", "v_norm"};
+    const int64_t hd = sp_config_head_dim(cfg), full[3] = {sp_config_q_dim(cfg), sp_config_kv_dim(cfg), 0};
+    const int per_head = kind == SP_ATTN_QKV_HEADNORM || kind == SP_ATTN_QK_HEADNORM;
+    const int n = kind == SP_ATTN_PLAIN ? 0 : kind == SP_ATTN_QKV_HEADNORM ? 3 : 2;
+    char name[SP_PARAM_NAME_MAX];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "blocks/%d/attn/%s", l, qkv[i]);
+        add_norm(lay, cfg, l, name, per_head ? hd : full[i]);
+    }
+}
+
 sp_status sp_param_layout(const sp_config *cfg, sp_param_spec **specs, int *n_params)
 {
-    const int64_t d = cfg->d_model, kv = sp_config_kv_dim(cfg), hd = sp_config_head_dim(cfg);
+    const int64_t d = cfg->d_model, qd = sp_config_q_dim(cfg), kv = sp_config_kv_dim(cfg), dff = cfg->d_ff;
     const int L = cfg->n_layers;
     const double std = cfg->init_std;
     const double out_std = cfg->init == SP_INIT_SCALED ? std / sqrt(2.0 * L) : std;
     const int deep = cfg->variant == SP_VARIANT_DEEPNORM;
     const double beta = deep ? cfg->deepnorm_beta : 1.0;
+    const int qkv_bias = cfg->qkv_bias, ffn_bias = cfg->ffn_bias;
 
-    /* upper bound: 4 embedding tensors, per block 2 x (norms + 3 attention norms) + 7 matrices, 6 final, head */
-    layout lay = {.cap = 8 + L * (2 * (SP_RECIPE_MAX_NORMS + 3) + 7) + 8};
+    /* upper bound: 4 embedding tensors, per block 2 x (norms + 3 attention norms) + 7 matrices + 7
+     * biases, 6 final, head */
+    layout lay = {.cap = 8 + L * (2 * (SP_RECIPE_MAX_NORMS + 3) + 14) + 8};
     lay.specs = sp_calloc((size_t)lay.cap, sizeof *lay.specs, "parameter layout");
     if (!lay.specs)
         return SP_ERR_NOMEM;
@@ -71,32 +101,15 @@ sp_status sp_param_layout(const sp_config *cfg, sp_param_spec **specs, int *n_pa
             snprintf(name, sizeof name, "blocks/%d/%s", l, r->norm_names[i]);
             add_norm(&lay, cfg, l, name, d);
         }
-#define BLOCK_MATRIX(role, leaf, rows, cols, s)                     \
-    do {                                                            \
-        snprintf(name, sizeof name, "blocks/%d/" leaf, l);          \
-        add_matrix(&lay, l, role, name, rows, cols, s);             \
-    } while (0)
-        BLOCK_MATRIX(SP_ROLE_WQ, "attn/wq", d, d, std);
-        BLOCK_MATRIX(SP_ROLE_WK, "attn/wk", kv, d, std);
-        BLOCK_MATRIX(SP_ROLE_WV, "attn/wv", kv, d, std * beta);
-        BLOCK_MATRIX(SP_ROLE_WO, "attn/wo", d, d, out_std * beta);
-        if (r->attn_norm == SP_ATTN_QKV_HEADNORM) {
-            const char *qkv[] = {"q_norm", "k_norm", "v_norm"};
-            for (int i = 0; i < 3; i++) {
-                snprintf(name, sizeof name, "blocks/%d/attn/%s", l, qkv[i]);
-                add_norm(&lay, cfg, l, name, hd);
-            }
-        } else if (r->attn_norm == SP_ATTN_QK_NORM) {
-            snprintf(name, sizeof name, "blocks/%d/attn/q_norm", l);
-            add_norm(&lay, cfg, l, name, d);
-            snprintf(name, sizeof name, "blocks/%d/attn/k_norm", l);
-            add_norm(&lay, cfg, l, name, kv);
-        }
-        BLOCK_MATRIX(SP_ROLE_W1, "ffn/w1", cfg->d_ff, d, std * beta);
-        if (cfg->ffn == SP_FFN_SWIGLU)
-            BLOCK_MATRIX(SP_ROLE_W3, "ffn/w3", cfg->d_ff, d, std * beta);
-        BLOCK_MATRIX(SP_ROLE_W2, "ffn/w2", d, cfg->d_ff, out_std * beta);
-#undef BLOCK_MATRIX
+        add_block_linear(&lay, l, SP_ROLE_WQ, "attn/wq", qd, d, std, qkv_bias, "attn/bq");
+        add_block_linear(&lay, l, SP_ROLE_WK, "attn/wk", kv, d, std, qkv_bias, "attn/bk");
+        add_block_linear(&lay, l, SP_ROLE_WV, "attn/wv", kv, d, std * beta, qkv_bias, "attn/bv");
+        add_block_linear(&lay, l, SP_ROLE_WO, "attn/wo", d, qd, out_std * beta, cfg->attn_out_bias, "attn/bo");
+        add_attn_norms(&lay, cfg, l, sp_recipe_attn_norm(cfg, r));
+        add_block_linear(&lay, l, SP_ROLE_W1, "ffn/w1", dff, d, std * beta, ffn_bias, "ffn/b1");
+        if (sp_config_ffn_gated(cfg))
+            add_block_linear(&lay, l, SP_ROLE_W3, "ffn/w3", dff, d, std * beta, ffn_bias, "ffn/b3");
+        add_block_linear(&lay, l, SP_ROLE_W2, "ffn/w2", d, dff, out_std * beta, ffn_bias, "ffn/b2");
     }
 
     if (cfg->variant == SP_VARIANT_SIAMESE) {

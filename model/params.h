@@ -9,9 +9,14 @@
  *   embed/tok [V, d]            embed/pos [max_seq_len, d] (learned positions)
  *   embed/norm/{gain,bias}      (peri with embed_norm)
  *   blocks/<l>/<norm>/{gain,bias}   norm names from the block's recipe; bias for LayerNorm only
- *   blocks/<l>/attn/{wq [d, d], wk [kv_dim, d], wv [kv_dim, d], wo [d, d]}
- *   blocks/<l>/attn/{q_norm,k_norm,v_norm}/{gain,bias}   (hybrid: over head_dim; olmo2: q over d, k over kv_dim)
- *   blocks/<l>/ffn/{w1 [d_ff, d], w3 [d_ff, d] (SwiGLU up), w2 [d, d_ff]}
+ *   blocks/<l>/attn/{wq [q_dim, d], bq [q_dim], wk [kv_dim, d], bk [kv_dim], wv [kv_dim, d], bv [kv_dim],
+ *                    wo [d, q_dim], bo [d]}   (q_dim = n_heads head_dim, kv_dim = n_kv_heads head_dim;
+ *                                              bq, bk, bv with qkv_bias, bo with attn_out_bias)
+ *   blocks/<l>/attn/{q_norm,k_norm,v_norm}/{gain,bias}   (hybrid: q, k, v over head_dim; qk_norm head:
+ *                                              q, k over head_dim; olmo2, qk_norm full: q over q_dim,
+ *                                              k over kv_dim)
+ *   blocks/<l>/ffn/{w1 [d_ff, d], b1 [d_ff], w3 [d_ff, d], b3 [d_ff], w2 [d, d_ff], b2 [d]}
+ *                               (w3, b3 for gated FFNs: SwiGLU, GEGLU up; b1, b3, b2 with ffn_bias)
  *   final_norm/{gain,bias}      (when the final norm is on)
  *   final_norm_x, final_norm_y, final_norm  (siamese: h = N_fin(N_x(X) + N_y(Y)))
  *   head/w [V, d]               (untied head)
@@ -34,6 +39,7 @@ typedef enum {
     SP_ROLE_NORM_GAIN,
     SP_ROLE_NORM_BIAS,
     SP_ROLE_HEAD,
+    SP_ROLE_LINEAR_BIAS, /* biases of W_Q, W_K, W_V, W_O, W_1, W_3, W_2: no weight decay, init 0 */
     SP_N_ROLES
 } sp_param_role;
 
@@ -47,7 +53,7 @@ typedef struct {
     sp_param_role role;
     int rank;           /* 1 or 2 */
     int64_t shape[2];   /* [out, in] or [dim, 1] */
-    int decay;          /* AdamW weight decay applies (matrices, not norms) */
+    int decay;          /* AdamW weight decay applies (matrices, not norms or biases) */
     double init_std;    /* > 0: N(0, init_std^2); 0: constant init_value */
     double init_value;
 } sp_param_spec;

@@ -132,3 +132,17 @@ int sp_config_has_slot(const sp_config *cfg, const char *name)
 }
 
 int sp_config_n_streams(const sp_config *cfg) { return cfg->variant == SP_VARIANT_SIAMESE ? 2 : 1; }
+
+sp_attn_norm sp_recipe_attn_norm(const sp_config *cfg, const sp_recipe *r)
+{
+    if (r->attn_norm != SP_ATTN_PLAIN)
+        return r->attn_norm;
+    switch ((sp_qk_norm)cfg->qk_norm) {
+    case SP_QK_NORM_HEAD: return SP_ATTN_QK_HEADNORM;
+    case SP_QK_NORM_FULL: return SP_ATTN_QK_NORM;
+    case SP_QK_NORM_NONE: break;
+    }
+    return SP_ATTN_PLAIN;
+}
+
+int sp_config_ffn_gated(const sp_config *cfg) { return cfg->ffn == SP_FFN_SWIGLU || cfg->ffn == SP_FFN_GEGLU; }

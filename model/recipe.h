@@ -8,8 +8,9 @@
  *
  * Norm instances are named per recipe ("n1", "n2", ...); each becomes the parameters
  * blocks/<l>/<name>/gain (and /bias for LayerNorm). Attention may normalize its own projections:
- * per head over head_dim for q, k and v (hybrid), or over the whole projected q and k (olmo2); those
- * gains live under blocks/<l>/attn/.
+ * per head over head_dim for q, k and v (hybrid), or over the whole projected q and k (olmo2); a
+ * recipe without its own attention norm takes the config's qk_norm (q and k per head, or whole).
+ * Those gains live under blocks/<l>/attn/.
  */
 #ifndef SP_RECIPE_H
 #define SP_RECIPE_H
@@ -38,7 +39,8 @@ typedef enum {
 typedef enum {
     SP_ATTN_PLAIN,
     SP_ATTN_QKV_HEADNORM, /* hybrid: q, k, v each normalized per head over head_dim */
-    SP_ATTN_QK_NORM       /* olmo2: RMSNorm over the whole projected q and k before the head split */
+    SP_ATTN_QK_NORM,      /* olmo2, qk_norm full: over the whole projected q and k before the head split */
+    SP_ATTN_QK_HEADNORM   /* qk_norm head (Qwen3, Gemma 3): q and k each normalized per head over head_dim */
 } sp_attn_norm;
 
 typedef struct {
@@ -70,5 +72,9 @@ int sp_recipe_slot(const sp_recipe *r, const char *name);
 int sp_config_has_slot(const sp_config *cfg, const char *name);
 /* Does the model end with stream norms (siamese: N_fin(N_x(X) + N_y(Y))) or one optional final norm? */
 int sp_config_n_streams(const sp_config *cfg);
+/* The attention norm a block of recipe r runs: the recipe's own, else the one cfg->qk_norm asks for. */
+sp_attn_norm sp_recipe_attn_norm(const sp_config *cfg, const sp_recipe *r);
+/* Is the FFN gated (SwiGLU, GEGLU: h = act(x W1^T) * (x W3^T)), so that it has W3? */
+int sp_config_ffn_gated(const sp_config *cfg);
 
 #endif

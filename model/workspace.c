@@ -3,6 +3,8 @@
  *
  * Every layout function runs twice: once on an arena with base NULL (counting bytes), once on the
  * real allocation (assigning pointers), so the count and the carving cannot disagree. */
+#include <stdlib.h>
+
 #include "model/model_internal.h"
 
 #define SP_ARENA_ALIGN 64 /* bytes: a cache line, and enough for any vector load */
@@ -28,13 +30,21 @@ static void layout_norm(arena *a, const sp_config *cfg, size_t rows, sp_norm_sta
     st->rstd = arena_take(a, rows);
 }
 
+/* How block l's attention normalizes its projections: how many (q, k, and v for hybrid) and whether
+ * per head. */
+static int n_normed_projections(sp_attn_norm kind)
+{
+    return kind == SP_ATTN_PLAIN ? 0 : kind == SP_ATTN_QKV_HEADNORM ? 3 : 2;
+}
+
 /* One block's own buffers: slots from first_own on (the inputs before it are aliases), saved state. */
 static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st, int first_own)
 {
     const sp_config *cfg = &m->cfg;
     const sp_recipe *r = m->blocks[l].recipe;
-    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, kv = (size_t)sp_config_kv_dim(cfg);
-    const size_t dff = (size_t)cfg->d_ff;
+    const sp_attn_norm attn_norm = m->blocks[l].attn_norm;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, qd = (size_t)sp_config_q_dim(cfg);
+    const size_t kv = (size_t)sp_config_kv_dim(cfg), dff = (size_t)cfg->d_ff;
     for (int i = first_own; i < r->n_slots; i++)
         st->slot[i] = arena_take(a, rows * d);
     for (int s = 0; s < r->n_steps; s++)
@@ -43,34 +53,28 @@ static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st,
 
     sp_attn_state *at = &st->attn;
     *at = (sp_attn_state){0};
-    at->q = arena_take(a, rows * d);
-    at->k = arena_take(a, rows * kv);
-    at->v = arena_take(a, rows * kv);
-    if (r->attn_norm == SP_ATTN_QKV_HEADNORM) {
-        at->q_pre = arena_take(a, rows * d);
-        at->k_pre = arena_take(a, rows * kv);
-        at->v_pre = arena_take(a, rows * kv);
-        layout_norm(a, cfg, rows * (size_t)cfg->n_heads, &at->qkv_norm[0]);
-        layout_norm(a, cfg, rows * (size_t)cfg->n_kv_heads, &at->qkv_norm[1]);
-        layout_norm(a, cfg, rows * (size_t)cfg->n_kv_heads, &at->qkv_norm[2]);
-    } else if (r->attn_norm == SP_ATTN_QK_NORM) {
-        at->q_pre = arena_take(a, rows * d);
-        at->k_pre = arena_take(a, rows * kv);
-        layout_norm(a, cfg, rows, &at->qkv_norm[0]);
-        layout_norm(a, cfg, rows, &at->qkv_norm[1]);
+    const size_t dims[3] = {qd, kv, kv}, heads[3] = {(size_t)cfg->n_heads, (size_t)cfg->n_kv_heads,
+                                                    (size_t)cfg->n_kv_heads};
+    const int per_head = attn_norm == SP_ATTN_QKV_HEADNORM || attn_norm == SP_ATTN_QK_HEADNORM;
+    sp_real **post[3] = {&at->q, &at->k, &at->v}, **pre[3] = {&at->q_pre, &at->k_pre, &at->v_pre};
+    for (int i = 0; i < 3; i++)
+        *post[i] = arena_take(a, rows * dims[i]);
+    for (int i = 0; i < n_normed_projections(attn_norm); i++) {
+        *pre[i] = arena_take(a, rows * dims[i]);
+        layout_norm(a, cfg, per_head ? rows * heads[i] : rows, &at->qkv_norm[i]);
     }
     at->saved = arena_take(a, m->cap_attn_saved);
-    at->a = arena_take(a, rows * d);
+    at->a = arena_take(a, rows * qd);
 
     st->ffn.g = arena_take(a, rows * dff);
-    st->ffn.u = cfg->ffn == SP_FFN_SWIGLU ? arena_take(a, rows * dff) : NULL;
+    st->ffn.u = sp_config_ffn_gated(cfg) ? arena_take(a, rows * dff) : NULL;
     st->ffn.h = arena_take(a, rows * dff);
 }
 
 static int any_attn_norm(const sp_model *m)
 {
     for (int l = 0; l < m->cfg.n_layers; l++)
-        if (m->blocks[l].recipe->attn_norm != SP_ATTN_PLAIN)
+        if (m->blocks[l].attn_norm != SP_ATTN_PLAIN)
             return 1;
     return 0;
 }
@@ -78,8 +82,8 @@ static int any_attn_norm(const sp_model *m)
 static void layout_scratch(sp_model *m, arena *a)
 {
     const sp_config *cfg = &m->cfg;
-    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, kv = (size_t)sp_config_kv_dim(cfg);
-    const size_t dff = (size_t)cfg->d_ff;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, qd = (size_t)sp_config_q_dim(cfg);
+    const size_t kv = (size_t)sp_config_kv_dim(cfg), dff = (size_t)cfg->d_ff;
     sp_scratch *sc = &m->scratch;
     *sc = (sp_scratch){0};
     for (int i = 0; i < m->max_slots; i++)
@@ -87,17 +91,17 @@ static void layout_scratch(sp_model *m, arena *a)
     for (int p = 0; p < 2; p++)
         for (int s = 0; s < sp_config_n_streams(cfg); s++)
             sc->stream[p][s] = arena_take(a, rows * d);
-    sc->dq = arena_take(a, rows * d);
+    sc->dq = arena_take(a, rows * qd);
     sc->dk = arena_take(a, rows * kv);
     sc->dv = arena_take(a, rows * kv);
     if (any_attn_norm(m)) {
-        sc->dq_pre = arena_take(a, rows * d);
+        sc->dq_pre = arena_take(a, rows * qd);
         sc->dk_pre = arena_take(a, rows * kv);
         sc->dv_pre = arena_take(a, rows * kv);
     }
-    sc->da = arena_take(a, rows * d);
+    sc->da = arena_take(a, rows * qd);
     sc->dg = arena_take(a, rows * dff);
-    sc->du = cfg->ffn == SP_FFN_SWIGLU ? arena_take(a, rows * dff) : NULL;
+    sc->du = sp_config_ffn_gated(cfg) ? arena_take(a, rows * dff) : NULL;
     sc->dh = arena_take(a, rows * dff);
 }
 
@@ -109,6 +113,7 @@ static void layout_top(sp_model *m, arena *a)
     *t = (sp_top_state){0};
     t->ids = take_bytes(a, rows * sizeof(int32_t));
     t->targets = take_bytes(a, rows * sizeof(int32_t));
+    t->ones = m->has_bias ? arena_take(a, rows) : NULL;
     t->e = arena_take(a, rows * d);
     t->de = arena_take(a, rows * d);
     if (m->embed_norm.gain >= 0) {
@@ -155,11 +160,38 @@ static void layout_all(sp_model *m, arena *a)
     layout_scratch(m, a);
 }
 
+/* The largest attention `saved` of any block for the shape (the layers' windows may differ). */
+static size_t attn_saved_elems(const sp_model *m, int batch, int seq_len)
+{
+    size_t most = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const sp_attn_shape shape = sp_attn_shape_of(m, l, batch, seq_len);
+        const size_t n = m->be->attn_saved_elems(&shape);
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
+/* Fills the ones vector of the bias sums (the arena comes zeroed). */
+static sp_status fill_ones(sp_model *m)
+{
+    if (!m->top.ones)
+        return SP_OK;
+    sp_real *host = sp_malloc((size_t)m->cap_rows * sizeof *host, "bias ones vector");
+    if (!host)
+        return SP_ERR_NOMEM;
+    for (int r = 0; r < m->cap_rows; r++)
+        host[r] = 1;
+    m->be->upload(m->top.ones, host, (size_t)m->cap_rows * sizeof *host);
+    free(host);
+    return SP_OK;
+}
+
 sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
 {
     const sp_backend *be = m->be;
     const int rows = batch * seq_len;
-    const size_t attn_saved = be->attn_saved_elems(batch, seq_len, m->cfg.n_heads);
+    const size_t attn_saved = attn_saved_elems(m, batch, seq_len);
     if (m->arena && rows <= m->cap_rows && attn_saved <= m->cap_attn_saved)
         return SP_OK;
     if (m->arena)
@@ -179,7 +211,7 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
     }
     arena real = {m->arena, 0};
     layout_all(m, &real);
-    return SP_OK;
+    return fill_ones(m);
 }
 
 size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len)
@@ -187,7 +219,7 @@ size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len)
     const int saved_rows = m->cap_rows;
     const size_t saved_attn = m->cap_attn_saved;
     m->cap_rows = batch * seq_len;
-    m->cap_attn_saved = m->be->attn_saved_elems(batch, seq_len, m->cfg.n_heads);
+    m->cap_attn_saved = attn_saved_elems(m, batch, seq_len);
     arena count = {NULL, 0};
     layout_all(m, &count); /* counting sets every pointer to NULL: carve the live arena again below */
     const size_t attn_scratch = m->cap_attn_saved * sizeof(sp_real);

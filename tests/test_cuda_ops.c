@@ -386,27 +386,45 @@ static void test_activations(void **state)
     dual x = dual_random(&rng, n, 3.0), u = dual_random(&rng, n, 1.0), t = dual_random(&rng, n, 1.0);
     dual tu = dual_random(&rng, n, 1.0), dy = dual_random(&rng, n, 1.0);
     dual dx = dual_random(&rng, n, 1.0), du = dual_random(&rng, n, 1.0), out = dual_output(n);
+    static const char *const names[] = {"gelu tanh", "gelu erf", "silu"};
+    char what[64];
+#define CHECK(d, op)                                                           \
+    do {                                                                       \
+        snprintf(what, sizeof what, "%s %s", names[kind], op);                 \
+        assert_close(&(d), OP_TOL, what);                                      \
+    } while (0)
+    for (int kind = SP_ACT_GELU_TANH; kind <= SP_ACT_SILU; kind++) {
+        cpu_be->act_fwd(kind, n, x.cpu, out.cpu);
+        gpu_be->act_fwd(kind, n, x.gpu, out.gpu);
+        CHECK(out, "act_fwd");
+        cpu_be->act_bwd(kind, n, x.cpu, dy.cpu, dx.cpu);
+        gpu_be->act_bwd(kind, n, x.gpu, dy.gpu, dx.gpu);
+        CHECK(dx, "act_bwd");
+        cpu_be->act_jvp(kind, n, x.cpu, t.cpu, out.cpu);
+        gpu_be->act_jvp(kind, n, x.gpu, t.gpu, out.gpu);
+        CHECK(out, "act_jvp");
 
-    cpu_be->gelu_fwd(n, x.cpu, out.cpu);
-    gpu_be->gelu_fwd(n, x.gpu, out.gpu);
-    assert_close(&out, OP_TOL, "gelu_fwd");
-    cpu_be->gelu_bwd(n, x.cpu, dy.cpu, dx.cpu);
-    gpu_be->gelu_bwd(n, x.gpu, dy.gpu, dx.gpu);
-    assert_close(&dx, OP_TOL, "gelu_bwd");
-    cpu_be->gelu_jvp(n, x.cpu, t.cpu, out.cpu);
-    gpu_be->gelu_jvp(n, x.gpu, t.gpu, out.gpu);
-    assert_close(&out, OP_TOL, "gelu_jvp");
+        cpu_be->glu_fwd(kind, n, x.cpu, u.cpu, out.cpu);
+        gpu_be->glu_fwd(kind, n, x.gpu, u.gpu, out.gpu);
+        CHECK(out, "glu_fwd");
+        cpu_be->glu_bwd(kind, n, x.cpu, u.cpu, dy.cpu, dx.cpu, du.cpu);
+        gpu_be->glu_bwd(kind, n, x.gpu, u.gpu, dy.gpu, dx.gpu, du.gpu);
+        CHECK(dx, "glu_bwd dg");
+        CHECK(du, "glu_bwd du");
+        cpu_be->glu_jvp(kind, n, x.cpu, u.cpu, t.cpu, tu.cpu, out.cpu);
+        gpu_be->glu_jvp(kind, n, x.gpu, u.gpu, t.gpu, tu.gpu, out.gpu);
+        CHECK(out, "glu_jvp");
+    }
+#undef CHECK
 
-    cpu_be->swiglu_fwd(n, x.cpu, u.cpu, out.cpu);
-    gpu_be->swiglu_fwd(n, x.gpu, u.gpu, out.gpu);
-    assert_close(&out, OP_TOL, "swiglu_fwd");
-    cpu_be->swiglu_bwd(n, x.cpu, u.cpu, dy.cpu, dx.cpu, du.cpu);
-    gpu_be->swiglu_bwd(n, x.gpu, u.gpu, dy.gpu, dx.gpu, du.gpu);
-    assert_close(&dx, OP_TOL, "swiglu_bwd dg");
-    assert_close(&du, OP_TOL, "swiglu_bwd du");
-    cpu_be->swiglu_jvp(n, x.cpu, u.cpu, t.cpu, tu.cpu, out.cpu);
-    gpu_be->swiglu_jvp(n, x.gpu, u.gpu, t.gpu, tu.gpu, out.gpu);
-    assert_close(&out, OP_TOL, "swiglu_jvp");
+    /* soft-cap 2.5 on inputs of scale 3: far into tanh's flat part; the JVP in place, as the model runs it */
+    cpu_be->softcap_fwd(n, 2.5, x.cpu, out.cpu);
+    gpu_be->softcap_fwd(n, 2.5, x.gpu, out.gpu);
+    assert_close(&out, OP_TOL, "softcap_fwd");
+    gpu_be->upload(out.gpu, out.cpu, n * sizeof(sp_real)); /* the JVP from the same capped values */
+    cpu_be->softcap_jvp(n, 2.5, out.cpu, t.cpu, t.cpu);
+    gpu_be->softcap_jvp(n, 2.5, out.gpu, t.gpu, t.gpu);
+    assert_close(&t, OP_TOL, "softcap_jvp in place");
 
     dual *all[] = {&x, &u, &t, &tu, &dy, &dx, &du, &out};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
@@ -414,63 +432,94 @@ static void test_activations(void **state)
 }
 
 /* ---- RoPE ---- */
+static void check_rope(int head_dim, int rot_dims, double theta)
+{
+    sp_rng rng;
+    sp_rng_seed(&rng, 8);
+    const int seq_len = 301, rows = 2 * seq_len, n_heads = 3; /* angles up to 300 rad */
+    double inv_freq[32];
+    for (int i = 0; i < rot_dims / 2; i++)
+        inv_freq[i] = pow(theta, -2.0 * i / rot_dims);
+    double *freq_gpu = gpu_copy(inv_freq, (size_t)(rot_dims / 2) * sizeof *inv_freq);
+    dual x = dual_random(&rng, (size_t)rows * n_heads * head_dim, 1.0);
+    char what[96];
+    for (int direction = 1; direction >= -1; direction -= 2) {
+        cpu_be->rope(rows, seq_len, n_heads, head_dim, rot_dims, inv_freq, direction, x.cpu);
+        gpu_be->rope(rows, seq_len, n_heads, head_dim, rot_dims, freq_gpu, direction, x.gpu);
+        snprintf(what, sizeof what, "rope %s, %d of %d dims", direction > 0 ? "forward" : "backward", rot_dims,
+                 head_dim);
+        assert_close(&x, OP_TOL, what);
+    }
+    dual_free(&x);
+    gpu_be->free(freq_gpu);
+}
+
 static void test_rope(void **state)
 {
     (void)state;
     require_gpu();
-    sp_rng rng;
-    sp_rng_seed(&rng, 8);
-    const int seq_len = 301, rows = 2 * seq_len, n_heads = 3, head_dim = 18; /* angles up to 300 rad */
-    dual x = dual_random(&rng, (size_t)rows * n_heads * head_dim, 1.0);
-    for (int direction = 1; direction >= -1; direction -= 2) {
-        cpu_be->rope(rows, seq_len, n_heads, head_dim, 10000.0, direction, x.cpu);
-        gpu_be->rope(rows, seq_len, n_heads, head_dim, 10000.0, direction, x.gpu);
-        assert_close(&x, OP_TOL, direction > 0 ? "rope forward" : "rope backward");
-    }
-    dual_free(&x);
+    check_rope(18, 18, 10000.0);
+    check_rope(18, 8, 500000.0); /* partial rotary: the last 10 dims pass through */
 }
 
 /* ---- attention ---- */
-static void test_attention(void **state)
+static void check_attention(const sp_attn_shape *shape, const char *name)
 {
-    (void)state;
-    require_gpu();
     sp_rng rng;
     sp_rng_seed(&rng, 9);
-    const int batch = 2, seq = 37, heads = 6, kv_heads = 2, hd = 16, rows = batch * seq;
-    const size_t nq = (size_t)rows * heads * hd, nkv = (size_t)rows * kv_heads * hd;
-    const size_t n_saved = gpu_be->attn_saved_elems(batch, seq, heads);
-    assert_int_equal(n_saved, cpu_be->attn_saved_elems(batch, seq, heads));
+    const int rows = shape->batch * shape->seq_len;
+    const size_t nq = (size_t)rows * shape->n_heads * shape->head_dim;
+    const size_t nkv = (size_t)rows * shape->n_kv_heads * shape->head_dim;
+    const size_t n_saved = gpu_be->attn_saved_elems(shape);
+    assert_int_equal(n_saved, cpu_be->attn_saved_elems(shape));
     const double tol = gemm_tol();
+    char what[128];
+#define CHECK(d, op)                                             \
+    do {                                                         \
+        snprintf(what, sizeof what, "%s: %s", name, op);         \
+        assert_close(&(d), tol, what);                           \
+    } while (0)
     dual q = dual_random(&rng, nq, 1.0), k = dual_random(&rng, nkv, 1.0), v = dual_random(&rng, nkv, 1.0);
     dual saved = dual_output(n_saved), out = dual_output(nq);
-    cpu_be->attn_fwd(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, out.cpu);
-    gpu_be->attn_fwd(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, out.gpu);
-    assert_close(&saved, tol, "attn_fwd probabilities");
-    assert_close(&out, tol, "attn_fwd out");
+    cpu_be->attn_fwd(shape, q.cpu, k.cpu, v.cpu, saved.cpu, out.cpu);
+    gpu_be->attn_fwd(shape, q.gpu, k.gpu, v.gpu, saved.gpu, out.gpu);
+    CHECK(saved, "attn_fwd probabilities");
+    CHECK(out, "attn_fwd out");
     gpu_be->upload(saved.gpu, saved.cpu, n_saved * sizeof(sp_real)); /* bwd/jvp from the same P */
 
     dual dout = dual_random(&rng, nq, 1.0), dq = dual_random(&rng, nq, 1.0);
     dual dk = dual_random(&rng, nkv, 1.0), dv = dual_random(&rng, nkv, 1.0);
-    cpu_be->attn_bwd(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, dout.cpu, dq.cpu, dk.cpu,
-                     dv.cpu);
-    gpu_be->attn_bwd(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, dout.gpu, dq.gpu, dk.gpu,
-                     dv.gpu);
-    assert_close(&dq, tol, "attn_bwd dq");
-    assert_close(&dk, tol, "attn_bwd dk");
-    assert_close(&dv, tol, "attn_bwd dv");
+    cpu_be->attn_bwd(shape, q.cpu, k.cpu, v.cpu, saved.cpu, dout.cpu, dq.cpu, dk.cpu, dv.cpu);
+    gpu_be->attn_bwd(shape, q.gpu, k.gpu, v.gpu, saved.gpu, dout.gpu, dq.gpu, dk.gpu, dv.gpu);
+    CHECK(dq, "attn_bwd dq");
+    CHECK(dk, "attn_bwd dk");
+    CHECK(dv, "attn_bwd dv");
 
     dual tq = dual_random(&rng, nq, 1.0), tk = dual_random(&rng, nkv, 1.0), tv = dual_random(&rng, nkv, 1.0);
     dual tout = dual_output(nq);
-    cpu_be->attn_jvp(batch, seq, heads, kv_heads, hd, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu,
-                     tout.cpu);
-    gpu_be->attn_jvp(batch, seq, heads, kv_heads, hd, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu,
-                     tout.gpu);
-    assert_close(&tout, tol, "attn_jvp");
+    cpu_be->attn_jvp(shape, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu, tout.cpu);
+    gpu_be->attn_jvp(shape, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu, tout.gpu);
+    CHECK(tout, "attn_jvp");
+#undef CHECK
 
     dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
         dual_free(all[i]);
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_attn_shape shape = {2, 37, 6, 2, 16, 0.25, 0, 0};
+    check_attention(&shape, "causal");
+    shape.scale = 0.4; /* scores of several units: the cap bites */
+    shape.softcap = 2.0;
+    check_attention(&shape, "softcap 2");
+    shape.window = 5;
+    check_attention(&shape, "softcap 2, window 5");
+    shape = (sp_attn_shape){1, 130, 4, 1, 8, 0.35, 0, 64}; /* CPU tiles out of the band */
+    check_attention(&shape, "130 positions, window 64");
 }
 
 /* ---- embeddings ---- */
@@ -483,21 +532,21 @@ static void check_embed(int dim)
     random_ids(&rng, rows, 0, vocab, &ids_cpu, &ids_gpu);
     dual tok = dual_random(&rng, (size_t)vocab * dim, 1.0), pos = dual_random(&rng, (size_t)seq * dim, 1.0);
     dual out = dual_output((size_t)rows * dim);
-    cpu_be->embed_fwd(rows, seq, dim, ids_cpu, tok.cpu, pos.cpu, out.cpu);
-    gpu_be->embed_fwd(rows, seq, dim, ids_gpu, tok.gpu, pos.gpu, out.gpu);
+    cpu_be->embed_fwd(rows, seq, dim, 1, ids_cpu, tok.cpu, pos.cpu, out.cpu);
+    gpu_be->embed_fwd(rows, seq, dim, 1, ids_gpu, tok.gpu, pos.gpu, out.gpu);
     assert_close(&out, OP_TOL, "embed_fwd with positions");
-    cpu_be->embed_fwd(rows, seq, dim, ids_cpu, tok.cpu, NULL, out.cpu);
-    gpu_be->embed_fwd(rows, seq, dim, ids_gpu, tok.gpu, NULL, out.gpu);
-    assert_close(&out, OP_TOL, "embed_fwd without positions");
+    cpu_be->embed_fwd(rows, seq, dim, 2.5f, ids_cpu, tok.cpu, NULL, out.cpu);
+    gpu_be->embed_fwd(rows, seq, dim, 2.5f, ids_gpu, tok.gpu, NULL, out.gpu);
+    assert_close(&out, OP_TOL, "embed_fwd without positions, scaled");
 
     dual dout = dual_random(&rng, out.n, 1.0);
     dual dtok = dual_random(&rng, tok.n, 1.0), dpos = dual_random(&rng, pos.n, 1.0);
     dual dtok_again = dual_from_host(dtok.cpu, tok.n), dpos_again = dual_from_host(dpos.cpu, pos.n);
-    cpu_be->embed_bwd(rows, seq, dim, ids_cpu, dout.cpu, dtok.cpu, dpos.cpu);
-    gpu_be->embed_bwd(rows, seq, dim, ids_gpu, dout.gpu, dtok.gpu, dpos.gpu);
+    cpu_be->embed_bwd(rows, seq, dim, 0.75f, ids_cpu, dout.cpu, dtok.cpu, dpos.cpu);
+    gpu_be->embed_bwd(rows, seq, dim, 0.75f, ids_gpu, dout.gpu, dtok.gpu, dpos.gpu);
     assert_close(&dtok, OP_TOL, "embed_bwd dtok");
     assert_close(&dpos, OP_TOL, "embed_bwd dpos");
-    gpu_be->embed_bwd(rows, seq, dim, ids_gpu, dout.gpu, dtok_again.gpu, dpos_again.gpu);
+    gpu_be->embed_bwd(rows, seq, dim, 0.75f, ids_gpu, dout.gpu, dtok_again.gpu, dpos_again.gpu);
     assert_same_bits(&dtok, &dtok_again, "embed_bwd dtok");
     assert_same_bits(&dpos, &dpos_again, "embed_bwd dpos");
 
@@ -580,11 +629,16 @@ static void test_naive_references(void **state)
             assert_below(opcmp_gemm(gpu_be, ta, tb, 0.7, 20 + 2 * ta + tb), gemm_tol(), "gemm %d %d", ta, tb);
     assert_below(opcmp_norm_fwd(gpu_be, SP_NORM_LAYERNORM, 67, 130, 24), OP_TOL, "layernorm forward");
     assert_below(opcmp_norm_fwd(gpu_be, SP_NORM_RMSNORM, 67, 130, 25), OP_TOL, "rmsnorm forward");
-    assert_below(opcmp_gelu_fwd(gpu_be, 1001, 3.0, 26), OP_TOL, "gelu forward");
-    assert_below(opcmp_swiglu_fwd(gpu_be, 1001, 3.0, 27), OP_TOL, "swiglu forward");
-    assert_below(opcmp_rope(gpu_be, 2, 45, 3, 10, 10000.0, 28), OP_TOL, "rope");
-    assert_below(opcmp_attention_fwd(gpu_be, 2, 45, 6, 2, 8, 29), gemm_tol(), "attention forward");
-    assert_below(opcmp_embed_fwd(gpu_be, 2, 45, 33, 11, 1, 30), OP_TOL, "embedding forward");
+    assert_below(opcmp_elementwise_all(gpu_be, 1001, 26), OP_TOL, "activations and soft-cap forward");
+    assert_below(opcmp_rope(gpu_be, 2, 45, 3, 10, 10, 10000.0, 28), OP_TOL, "rope");
+    assert_below(opcmp_rope(gpu_be, 2, 45, 3, 10, 6, 10000.0, 28), OP_TOL, "rope over 6 of 10 dims");
+    sp_attn_shape shape = {2, 45, 6, 2, 8, 1 / sqrt(8.0), 0, 0};
+    assert_below(opcmp_attention_fwd(gpu_be, &shape, 29), gemm_tol(), "attention forward");
+    shape.softcap = 1.5;
+    shape.window = 7;
+    assert_below(opcmp_attention_fwd(gpu_be, &shape, 33), gemm_tol(), "attention forward, softcap, window");
+    assert_below(opcmp_embed_fwd(gpu_be, 2, 45, 33, 11, 1, 1.0, 30), OP_TOL, "embedding forward");
+    assert_below(opcmp_embed_fwd(gpu_be, 2, 45, 33, 11, 0, 4.0, 34), OP_TOL, "embedding forward, scaled");
     assert_below(opcmp_xent_fwd(gpu_be, 17, 611, 3.0, 31), OP_TOL, "cross-entropy forward");
     assert_no_error("naive reference comparisons");
 }

@@ -1,5 +1,8 @@
 /* The model's analytic gradients against central finite differences of its loss, in double, for
- * every variant x {layernorm, rmsnorm} x {gelu, swiglu} x {learned, rope} (80 configurations).
+ * every variant x {layernorm, rmsnorm} x {gelu, swiglu} x {learned, rope} (88 configurations), and
+ * for the tiny configs of the pretrained architectures (tests/support/model_fixture.h: biases,
+ * head_dim != d_model / n_heads, GELU erf, GEGLU, q/k norms, partial, scaled and local RoPE,
+ * attention scale, soft-caps, sliding windows, embedding scale), each tied and untied.
  *
  * Each configuration is a tiny model (tests/support/model_fixture.h) with init_std 0.3 and norm
  * gains/biases jittered by 0.3, so no parameter sits at a symmetric point; half of the configs tie
@@ -183,11 +186,15 @@ static void check_elements(problem *p, sp_rng *rng, const char *what)
     free(dir);
 }
 
-/* The gradient w.r.t. the embedding output against the embed/tok gradient and finite differences. */
+/* The gradient w.r.t. the embedding output against the embed/tok gradient and finite differences.
+ * With an embedding scale s, e = s tok[id]: the embed/tok rows are s times the embedding gradient
+ * (one contribution each, so exactly the rounded product), and a change of the rows moves e by s
+ * times it. */
 static void check_embed_grad(problem *p, sp_rng *rng, const char *what)
 {
     const sp_config *cfg = sp_model_config(p->m);
     const int d = cfg->d_model, tok = sp_model_find_param(p->m, "embed/tok");
+    const sp_real scale = (sp_real)cfg->embed_scale;
     /* the last forward pass ran at a shifted point; go back to p0 for the analytic gradient */
     loss_of(p);
     assert_int_equal(sp_model_backward(p->m), SP_OK);
@@ -198,7 +205,7 @@ static void check_embed_grad(problem *p, sp_rng *rng, const char *what)
     for (int r = 0; r < ROWS; r++) {
         used[p->tokens[r]] = 1;
         for (int c = 0; c < d; c++)
-            assert_true(de[r * d + c] == dtok[p->tokens[r] * d + c]);
+            assert_true(scale * de[r * d + c] == dtok[p->tokens[r] * d + c]);
     }
     for (int v = 0; v < cfg->vocab_size; v++)
         for (int c = 0; c < d && !used[v]; c++)
@@ -211,7 +218,7 @@ static void check_embed_grad(problem *p, sp_rng *rng, const char *what)
     double analytic = 0;
     for (int r = 0; r < ROWS; r++) {
         vec_fill_normal(rng, (size_t)d, dir[tok] + p->tokens[r] * d, 1.0);
-        analytic += vec_dot((size_t)d, dir[tok] + p->tokens[r] * d, de + r * d);
+        analytic += scale * vec_dot((size_t)d, dir[tok] + p->tokens[r] * d, de + r * d);
     }
     double fd = central_difference(p, dir);
     double err = fabs(fd - analytic) / fmax(fabs(analytic), 1e-12);
@@ -221,6 +228,19 @@ static void check_embed_grad(problem *p, sp_rng *rng, const char *what)
     free(dir[tok]);
     free(dir);
     free(de);
+}
+
+static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
+{
+    problem p = {0};
+    setup(&p, cfg, 1000u + seed);
+    sp_rng rng;
+    sp_rng_seed(&rng, 7u + seed);
+    check_directional(&p, &rng, what);
+    check_elements(&p, &rng, what);
+    if (!cfg->tie_embeddings)
+        check_embed_grad(&p, &rng, what);
+    teardown(&p);
 }
 
 static void check_variant(void **state)
@@ -239,24 +259,37 @@ static void check_variant(void **state)
         char what[128];
         snprintf(what, sizeof what, "%s/%s/%s/%s%s", sp_variant_names[variant], sp_norm_names[norm],
                  sp_ffn_names[ffn], sp_pos_names[pos], cfg.tie_embeddings ? "/tied" : "");
+        check_config(&cfg, (uint64_t)(variant * 8 + combo), what);
+    }
+}
 
-        problem p = {0};
-        setup(&p, &cfg, 1000u + (uint64_t)(variant * 8 + combo));
-        sp_rng rng;
-        sp_rng_seed(&rng, 7u + (uint64_t)combo);
-        check_directional(&p, &rng, what);
-        check_elements(&p, &rng, what);
-        if (!cfg.tie_embeddings)
-            check_embed_grad(&p, &rng, what);
-        teardown(&p);
+/* The pretrained architectures' configs, tied as they come and untied (so the embedding gradient is
+ * checked for each too). */
+static void check_pretrained(void **state)
+{
+    const int i = (int)(intptr_t)*state;
+    sp_config cfg;
+    const char *name = fixture_pretrained_config(i, &cfg);
+    for (int untie = 0; untie < 1 + cfg.tie_embeddings; untie++) {
+        char what[96];
+        cfg.tie_embeddings = !untie && cfg.tie_embeddings;
+        snprintf(what, sizeof what, "%s%s", name, cfg.tie_embeddings ? "/tied" : "");
+        check_config(&cfg, (uint64_t)(200 + 2 * i + untie), what);
     }
 }
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS];
+    struct CMUnitTest tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED];
+    static char names[FIXTURE_N_PRETRAINED][64];
     for (int v = 0; v < SP_N_VARIANTS; v++)
         tests[v] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = check_variant,
                                        .initial_state = (void *)(intptr_t)v};
+    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
+        sp_config cfg;
+        snprintf(names[i], sizeof names[i], "pretrained %s", fixture_pretrained_config(i, &cfg));
+        tests[SP_N_VARIANTS + i] = (struct CMUnitTest){.name = names[i], .test_func = check_pretrained,
+                                                       .initial_state = (void *)(intptr_t)i};
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

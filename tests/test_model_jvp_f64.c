@@ -3,7 +3,9 @@
  * sp_model_block_vjp, and the side conditions of the three entry points.
  *
  * Every variant, three option combinations, every block of a 4-block tiny model (span's block 0,
- * mixln's post and pre blocks, siamese's two streams all included).
+ * mixln's post and pre blocks, siamese's two streams all included); and every block of the tiny
+ * configs of the pretrained architectures (tests/support/model_fixture.h: biases, q/k norms,
+ * partial, scaled and local RoPE, attention scale and soft-cap, sliding windows, GEGLU, ...).
  *
  * Tolerances (float64):
  * - JVP vs finite differences (step 1e-4, error O(h^4) ~ 1e-16 from truncation, ~1e-12 from
@@ -151,6 +153,36 @@ static void check_block(block_fn *f, int l, sp_rng *rng, const char *what)
     }
 }
 
+/* Every block of the model cfg describes, around a forward pass on random tokens. */
+static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
+{
+    block_fn f = {.m = fixture_model(cfg, 77u + seed, 0.3)};
+    f.be = sp_model_backend(f.m);
+    f.n_streams = sp_config_n_streams(cfg);
+    f.n = (size_t)ROWS * (size_t)cfg->d_model;
+    for (int s = 0; s < f.n_streams; s++) {
+        f.dev_in[s] = f.be->alloc(f.n * sizeof(sp_real), "test tangent in");
+        f.dev_out[s] = f.be->alloc(f.n * sizeof(sp_real), "test tangent out");
+        assert_non_null(f.dev_in[s]);
+        assert_non_null(f.dev_out[s]);
+    }
+    sp_rng rng;
+    sp_rng_seed(&rng, 31u + seed);
+    int32_t tokens[ROWS], targets[ROWS];
+    fixture_tokens(&rng, ROWS, cfg->vocab_size, tokens);
+    fixture_tokens(&rng, ROWS, cfg->vocab_size, targets);
+    double loss = 0;
+    assert_int_equal(sp_model_forward(f.m, tokens, targets, BATCH, SEQ, &loss), SP_OK);
+    assert_int_equal(sp_model_backward(f.m), SP_OK); /* gradients to compare block_vjp against */
+    for (int l = 0; l < cfg->n_layers; l++)
+        check_block(&f, l, &rng, what);
+    for (int s = 0; s < f.n_streams; s++) {
+        f.be->free(f.dev_in[s]);
+        f.be->free(f.dev_out[s]);
+    }
+    sp_model_free(f.m);
+}
+
 static void check_variant(void **state)
 {
     const int variant = (int)(intptr_t)*state;
@@ -163,32 +195,16 @@ static void check_variant(void **state)
         char what[96];
         snprintf(what, sizeof what, "%s/%s/%s/%s", sp_variant_names[variant], sp_norm_names[combos[c][0]],
                  sp_ffn_names[combos[c][1]], sp_pos_names[combos[c][2]]);
-        block_fn f = {.m = fixture_model(&cfg, 77u + (uint64_t)(variant * 3 + c), 0.3)};
-        f.be = sp_model_backend(f.m);
-        f.n_streams = sp_config_n_streams(&cfg);
-        f.n = (size_t)ROWS * (size_t)cfg.d_model;
-        for (int s = 0; s < f.n_streams; s++) {
-            f.dev_in[s] = f.be->alloc(f.n * sizeof(sp_real), "test tangent in");
-            f.dev_out[s] = f.be->alloc(f.n * sizeof(sp_real), "test tangent out");
-            assert_non_null(f.dev_in[s]);
-            assert_non_null(f.dev_out[s]);
-        }
-        sp_rng rng;
-        sp_rng_seed(&rng, 31u + (uint64_t)c);
-        int32_t tokens[ROWS], targets[ROWS];
-        fixture_tokens(&rng, ROWS, cfg.vocab_size, tokens);
-        fixture_tokens(&rng, ROWS, cfg.vocab_size, targets);
-        double loss = 0;
-        assert_int_equal(sp_model_forward(f.m, tokens, targets, BATCH, SEQ, &loss), SP_OK);
-        assert_int_equal(sp_model_backward(f.m), SP_OK); /* gradients to compare block_vjp against */
-        for (int l = 0; l < cfg.n_layers; l++)
-            check_block(&f, l, &rng, what);
-        for (int s = 0; s < f.n_streams; s++) {
-            f.be->free(f.dev_in[s]);
-            f.be->free(f.dev_out[s]);
-        }
-        sp_model_free(f.m);
+        check_config(&cfg, (uint64_t)(variant * 3 + c), what);
     }
+}
+
+static void check_pretrained(void **state)
+{
+    const int i = (int)(intptr_t)*state;
+    sp_config cfg;
+    const char *name = fixture_pretrained_config(i, &cfg);
+    check_config(&cfg, (uint64_t)(100 + i), name);
 }
 
 /* The entry points refuse a missing forward pass and a block outside the model. */
@@ -217,10 +233,17 @@ static void test_block_usage_errors(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS + 1];
+    struct CMUnitTest tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED + 1];
+    static char names[FIXTURE_N_PRETRAINED][64];
     for (int v = 0; v < SP_N_VARIANTS; v++)
         tests[v] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = check_variant,
                                        .initial_state = (void *)(intptr_t)v};
-    tests[SP_N_VARIANTS] = (struct CMUnitTest)cmocka_unit_test(test_block_usage_errors);
+    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
+        sp_config cfg;
+        snprintf(names[i], sizeof names[i], "pretrained %s", fixture_pretrained_config(i, &cfg));
+        tests[SP_N_VARIANTS + i] = (struct CMUnitTest){.name = names[i], .test_func = check_pretrained,
+                                                       .initial_state = (void *)(intptr_t)i};
+    }
+    tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED] = (struct CMUnitTest)cmocka_unit_test(test_block_usage_errors);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "kernels/backend.h"
 #include "tests/support/assert_err.h"
 #include "tests/support/op_compare.h"
@@ -46,12 +48,17 @@ static void test_float_ops(void **state)
     const sp_backend *be = sp_backend_cpu();
     assert_below(opcmp_norm_fwd(be, SP_NORM_LAYERNORM, 7, 13, 11), F32_TOL, "layernorm forward");
     assert_below(opcmp_norm_fwd(be, SP_NORM_RMSNORM, 7, 13, 12), F32_TOL, "rmsnorm forward");
-    assert_below(opcmp_gelu_fwd(be, 91, 3.0, 13), F32_TOL, "gelu forward");
-    assert_below(opcmp_swiglu_fwd(be, 91, 3.0, 14), F32_TOL, "swiglu forward");
-    assert_below(opcmp_rope(be, 2, 5, 3, 6, 10000.0, 15), F32_TOL, "rope");
-    assert_below(opcmp_attention_fwd(be, 2, 5, 6, 2, 4, 16), F32_TOL, "attention forward");
-    assert_below(opcmp_attention_fwd(be, 1, 130, 2, 1, 70, 19), F32_TOL, "attention forward, 130 positions");
-    assert_below(opcmp_embed_fwd(be, 2, 5, 13, 11, 1, 17), F32_TOL, "embedding forward");
+    assert_below(opcmp_elementwise_all(be, 91, 13), F32_TOL, "activations and soft-cap forward");
+    assert_below(opcmp_rope(be, 2, 5, 3, 6, 6, 10000.0, 15), F32_TOL, "rope");
+    assert_below(opcmp_rope(be, 2, 5, 3, 6, 4, 10000.0, 15), F32_TOL, "rope over 4 of 6 dims");
+    sp_attn_shape shape = {2, 5, 6, 2, 4, 0.5, 0, 0};
+    assert_below(opcmp_attention_fwd(be, &shape, 16), F32_TOL, "attention forward");
+    shape = (sp_attn_shape){1, 130, 2, 1, 70, 1 / sqrt(70.0), 0, 0};
+    assert_below(opcmp_attention_fwd(be, &shape, 19), F32_TOL, "attention forward, 130 positions");
+    shape = (sp_attn_shape){1, 130, 2, 1, 16, 0.25, 5.0, 40};
+    assert_below(opcmp_attention_fwd(be, &shape, 21), F32_TOL, "attention forward, softcap 5, window 40");
+    assert_below(opcmp_embed_fwd(be, 2, 5, 13, 11, 1, 1.0, 17), F32_TOL, "embedding forward");
+    assert_below(opcmp_embed_fwd(be, 2, 5, 13, 11, 0, 3.5, 22), F32_TOL, "embedding forward, scaled");
     assert_below(opcmp_xent_fwd(be, 7, 11, 3.0, 18), F32_TOL, "cross-entropy forward");
 }
 

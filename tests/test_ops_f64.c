@@ -351,65 +351,130 @@ static void test_norm_bwd_without_param_grads(void **state)
 
 /* ---------------------------------------------------------------- activations */
 
-static void gelu_apply(void *ctx, sp_real *const *in, sp_real *out)
+typedef struct {
+    sp_act_kind kind;
+    size_t n;
+    double cap; /* soft-cap */
+    sp_real *y; /* soft-cap forward scratch: its slope comes from the capped values */
+} elem_ctx;
+
+static void act_apply(void *ctx, sp_real *const *in, sp_real *out)
 {
-    cpu()->gelu_fwd(*(size_t *)ctx, in[0], out);
+    elem_ctx *c = ctx;
+    cpu()->act_fwd(c->kind, c->n, in[0], out);
 }
 
-static void gelu_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+static void act_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
 {
-    cpu()->gelu_bwd(*(size_t *)ctx, in[0], dy, grad[0]);
+    elem_ctx *c = ctx;
+    cpu()->act_bwd(c->kind, c->n, in[0], dy, grad[0]);
 }
 
-static void gelu_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+static void act_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
 {
-    cpu()->gelu_jvp(*(size_t *)ctx, in[0], tangent[0], ty);
+    elem_ctx *c = ctx;
+    cpu()->act_jvp(c->kind, c->n, in[0], tangent[0], ty);
 }
 
-static void test_gelu(void **state)
+static const char *const act_names[] = {"gelu tanh", "gelu erf", "silu"};
+
+static void test_act(void **state)
 {
     (void)state;
-    size_t n = ROWS * DIM;
-    assert_below(opcmp_gelu_fwd(cpu(), n, 3.0, 41), REF_TOL, "gelu forward"); /* into the flat tails too */
-    fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {n}, .out_len = n, .ctx = &n, .apply = gelu_apply,
-                .vjp = gelu_vjp, .jvp = gelu_jvp};
-    check_derivatives(&f, 42, "gelu");
+    for (int kind = SP_ACT_GELU_TANH; kind <= SP_ACT_SILU; kind++) {
+        elem_ctx c = {kind, ROWS * DIM, 0, NULL};
+        /* into the flat tails too */
+        assert_below(opcmp_act_fwd(cpu(), kind, c.n, 3.0, 41 + kind), REF_TOL, "%s forward", act_names[kind]);
+        fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {c.n}, .out_len = c.n, .ctx = &c, .apply = act_apply,
+                    .vjp = act_vjp, .jvp = act_jvp};
+        check_derivatives(&f, 42 + kind, act_names[kind]);
+    }
+    /* GELU erf at points worked by hand: 0.5 x (1 + erf(x / sqrt 2)) */
+    sp_real x[3] = {0, 1, -2}, y[3];
+    cpu()->act_fwd(SP_ACT_GELU_ERF, 3, x, y);
+    assert_true(y[0] == 0);
+    assert_below(fabs(y[1] - 0.8413447460685429), 1e-15, "gelu erf(1)");
+    assert_below(fabs(y[2] - -0.04550026389635842), 1e-15, "gelu erf(-2)");
 }
 
-static void swiglu_apply(void *ctx, sp_real *const *in, sp_real *out)
+static void glu_apply(void *ctx, sp_real *const *in, sp_real *out)
 {
-    cpu()->swiglu_fwd(*(size_t *)ctx, in[0], in[1], out);
+    elem_ctx *c = ctx;
+    cpu()->glu_fwd(c->kind, c->n, in[0], in[1], out);
 }
 
-static void swiglu_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+static void glu_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
 {
-    cpu()->swiglu_bwd(*(size_t *)ctx, in[0], in[1], dy, grad[0], grad[1]);
+    elem_ctx *c = ctx;
+    cpu()->glu_bwd(c->kind, c->n, in[0], in[1], dy, grad[0], grad[1]);
 }
 
-static void swiglu_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+static void glu_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
 {
-    cpu()->swiglu_jvp(*(size_t *)ctx, in[0], in[1], tangent[0], tangent[1], ty);
+    elem_ctx *c = ctx;
+    cpu()->glu_jvp(c->kind, c->n, in[0], in[1], tangent[0], tangent[1], ty);
 }
 
-static void test_swiglu(void **state)
+static void test_glu(void **state)
 {
     (void)state;
-    size_t n = ROWS * DIM;
-    assert_below(opcmp_swiglu_fwd(cpu(), n, 4.0, 43), REF_TOL, "swiglu forward");
+    for (int kind = SP_ACT_GELU_TANH; kind <= SP_ACT_SILU; kind++) {
+        elem_ctx c = {kind, ROWS * DIM, 0, NULL};
+        assert_below(opcmp_glu_fwd(cpu(), kind, c.n, 4.0, 43 + kind), REF_TOL, "%s gated forward", act_names[kind]);
+        fd_map f = {.n_in = 2, .n_jvp_in = 2, .in_len = {c.n, c.n}, .out_len = c.n, .ctx = &c, .apply = glu_apply,
+                    .vjp = glu_vjp, .jvp = glu_jvp};
+        check_derivatives(&f, 44 + kind, act_names[kind]);
+    }
     /* exp(-g) overflows to inf at g = -800: silu(-800) must still be 0, silu(800) = 800 */
     sp_real g[2] = {-800, 800}, u[2] = {1.5, -0.5}, h[2];
-    cpu()->swiglu_fwd(2, g, u, h);
+    cpu()->glu_fwd(SP_ACT_SILU, 2, g, u, h);
     assert_true(h[0] == 0 && h[1] == (sp_real)(800 * -0.5));
-    fd_map f = {.n_in = 2, .n_jvp_in = 2, .in_len = {n, n}, .out_len = n, .ctx = &n, .apply = swiglu_apply,
-                .vjp = swiglu_vjp, .jvp = swiglu_jvp};
-    check_derivatives(&f, 44, "swiglu");
+}
+
+static void softcap_apply(void *ctx, sp_real *const *in, sp_real *out)
+{
+    elem_ctx *c = ctx;
+    cpu()->softcap_fwd(c->n, c->cap, in[0], out);
+}
+
+static void softcap_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
+{
+    elem_ctx *c = ctx;
+    softcap_apply(c, in, c->y);
+    cpu()->softcap_jvp(c->n, c->cap, c->y, tangent[0], ty);
+}
+
+/* The Jacobian is diagonal, so the JVP applied to dy is the VJP (added, as a VJP must). */
+static void softcap_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
+{
+    elem_ctx *c = ctx;
+    sp_real *g = vec_zeros(c->n), *t[] = {(sp_real *)dy};
+    softcap_jvp(c, in, t, g);
+    for (size_t i = 0; i < c->n; i++)
+        grad[0][i] += g[i];
+    free(g);
+}
+
+static void test_softcap(void **state)
+{
+    (void)state;
+    elem_ctx c = {SP_ACT_SILU, ROWS * DIM, 2.5, vec_zeros(ROWS * DIM)};
+    assert_below(opcmp_softcap_fwd(cpu(), c.n, c.cap, 4.0, 45), REF_TOL, "softcap forward");
+    fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {c.n}, .out_len = c.n, .ctx = &c, .apply = softcap_apply,
+                .vjp = softcap_vjp, .jvp = softcap_jvp};
+    check_derivatives(&f, 46, "softcap");
+    /* in place, and bounded by the cap */
+    sp_real x[3] = {100, -100, 0.5};
+    cpu()->softcap_fwd(3, 2.5, x, x);
+    assert_true(x[0] <= 2.5 && x[1] >= -2.5 && fabs(x[2] - 2.5 * tanh(0.2)) < 1e-15);
+    free(c.y);
 }
 
 /* ---------------------------------------------------------------- rope */
 
 typedef struct {
-    int rows, seq_len, n_heads, head_dim;
-    double theta;
+    int rows, seq_len, n_heads, head_dim, rot_dims;
+    double inv_freq[8];
 } rope_ctx;
 
 static size_t rope_len(const rope_ctx *c) { return (size_t)c->rows * c->n_heads * c->head_dim; }
@@ -418,7 +483,7 @@ static void rope_apply(void *ctx, sp_real *const *in, sp_real *out)
 {
     rope_ctx *c = ctx;
     memcpy(out, in[0], rope_len(c) * sizeof *out);
-    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->theta, 1, out);
+    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->rot_dims, c->inv_freq, 1, out);
 }
 
 /* The transpose is the rotation back; the op is in place, so add its result into grad. */
@@ -427,7 +492,7 @@ static void rope_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *
     (void)in;
     rope_ctx *c = ctx;
     sp_real *back = vec_dup(rope_len(c), dy);
-    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->theta, -1, back);
+    cpu()->rope(c->rows, c->seq_len, c->n_heads, c->head_dim, c->rot_dims, c->inv_freq, -1, back);
     for (size_t i = 0; i < rope_len(c); i++)
         grad[0][i] += back[i];
     free(back);
@@ -440,40 +505,63 @@ static void rope_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_
     rope_apply(ctx, t, ty);
 }
 
-static void test_rope(void **state)
+/* Every head dim, or only the first rot_dims (partial rotary: the rest pass through unchanged). */
+static void check_rope(int rot_dims)
 {
-    (void)state;
-    rope_ctx c = {BATCH * SEQ, SEQ, 3, 6, 50.0};
+    rope_ctx c = {BATCH * SEQ, SEQ, 3, 10, rot_dims, {0}};
+    for (int i = 0; i < rot_dims / 2; i++) /* a table from no formula: the op must read it as given */
+        c.inv_freq[i] = 1.3 / (1 + 3 * i * i);
     size_t n = rope_len(&c);
     sp_rng rng;
     sp_rng_seed(&rng, 52);
-    assert_below(opcmp_rope(cpu(), BATCH, SEQ, c.n_heads, c.head_dim, c.theta, 51), REF_TOL, "rope forward");
-    sp_real *x = vec_random(&rng, n, 1), *y = vec_dup(n, x);
-    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, c.theta, 1, y);
-    /* position 0 of every sequence is not rotated */
+    assert_below(opcmp_rope(cpu(), BATCH, SEQ, c.n_heads, c.head_dim, rot_dims, 50.0, 51), REF_TOL,
+                 "rope forward, %d of %d dims", rot_dims, c.head_dim);
+    sp_real *x = vec_random(&rng, n, 1), *y = vec_dup(n, x), *ref = vec_dup(n, x);
+    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, rot_dims, c.inv_freq, 1, y);
+    ref_rope(c.rows, c.seq_len, c.n_heads, c.head_dim, rot_dims, c.inv_freq, ref);
+    assert_below(vec_rel_err(n, y, ref), REF_TOL, "rope with a given table");
+    /* position 0 of every sequence is not rotated, nor are the dims past rot_dims */
     assert_memory_equal(y, x, (size_t)c.n_heads * c.head_dim * sizeof *x);
+    for (size_t r = 0; r < (size_t)c.rows * c.n_heads; r++)
+        assert_memory_equal(y + r * c.head_dim + rot_dims, x + r * c.head_dim + rot_dims,
+                            (size_t)(c.head_dim - rot_dims) * sizeof *x);
     assert_below(fabs(vec_dot(n, y, y) - vec_dot(n, x, x)), EXACT_TOL * vec_dot(n, x, x), "rope keeps the norm");
-    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, c.theta, -1, y);
+    cpu()->rope(c.rows, c.seq_len, c.n_heads, c.head_dim, rot_dims, c.inv_freq, -1, y);
     assert_below(vec_rel_err(n, y, x), EXACT_TOL, "rope direction -1 inverts +1");
     fd_map f = {.n_in = 1, .n_jvp_in = 1, .in_len = {n}, .out_len = n, .ctx = &c, .apply = rope_apply,
                 .vjp = rope_vjp, .jvp = rope_jvp};
     check_derivatives(&f, 53, "rope");
     free(x);
     free(y);
+    free(ref);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    check_rope(10);
+    check_rope(4);
 }
 
 /* ---------------------------------------------------------------- attention */
 
 typedef struct {
-    int batch, seq_len, n_heads, n_kv_heads, head_dim;
+    sp_attn_shape shape;
     sp_real *saved, *out;
 } attn_ctx;
 
-static attn_ctx attn_ctx_make(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim)
+/* Causal attention at the default scale 1/sqrt(head_dim), then soft-cap and window as given. */
+static sp_attn_shape attn_shape(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, double softcap,
+                                int window)
 {
-    attn_ctx c = {batch, seq_len, n_heads, n_kv_heads, head_dim, NULL, NULL};
-    c.saved = vec_zeros(cpu()->attn_saved_elems(batch, seq_len, n_heads));
-    c.out = vec_zeros((size_t)batch * seq_len * n_heads * head_dim);
+    return (sp_attn_shape){batch, seq_len, n_heads, n_kv_heads, head_dim, 1.0 / sqrt((double)head_dim), softcap,
+                           window};
+}
+
+static attn_ctx attn_ctx_make(sp_attn_shape shape)
+{
+    attn_ctx c = {shape, vec_zeros(cpu()->attn_saved_elems(&shape)),
+                  vec_zeros((size_t)shape.batch * shape.seq_len * shape.n_heads * shape.head_dim)};
     return c;
 }
 
@@ -483,48 +571,39 @@ static void attn_ctx_free(attn_ctx *c)
     free(c->out);
 }
 
-static size_t attn_q_len(const attn_ctx *c) { return (size_t)c->batch * c->seq_len * c->n_heads * c->head_dim; }
-static size_t attn_kv_len(const attn_ctx *c) { return (size_t)c->batch * c->seq_len * c->n_kv_heads * c->head_dim; }
+static size_t attn_q_len(const attn_ctx *c)
+{
+    return (size_t)c->shape.batch * c->shape.seq_len * c->shape.n_heads * c->shape.head_dim;
+}
+
+static size_t attn_kv_len(const attn_ctx *c)
+{
+    return (size_t)c->shape.batch * c->shape.seq_len * c->shape.n_kv_heads * c->shape.head_dim;
+}
 
 static void attn_apply(void *ctx, sp_real *const *in, sp_real *out)
 {
     attn_ctx *c = ctx;
-    cpu()->attn_fwd(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
-                    out);
+    cpu()->attn_fwd(&c->shape, in[0], in[1], in[2], c->saved, out);
 }
 
 static void attn_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
 {
     attn_ctx *c = ctx;
     attn_apply(c, in, c->out);
-    cpu()->attn_bwd(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
-                    dy, grad[0], grad[1], grad[2]);
+    cpu()->attn_bwd(&c->shape, in[0], in[1], in[2], c->saved, dy, grad[0], grad[1], grad[2]);
 }
 
 static void attn_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp_real *ty)
 {
     attn_ctx *c = ctx;
     attn_apply(c, in, c->out);
-    cpu()->attn_jvp(c->batch, c->seq_len, c->n_heads, c->n_kv_heads, c->head_dim, in[0], in[1], in[2], c->saved,
-                    tangent[0], tangent[1], tangent[2], ty);
+    cpu()->attn_jvp(&c->shape, in[0], in[1], in[2], c->saved, tangent[0], tangent[1], tangent[2], ty);
 }
 
-static void test_attention_forward(void **state)
+static void check_attention_derivatives(sp_attn_shape shape, uint64_t seed, const char *name, int per_element)
 {
-    (void)state;
-    int kv_heads[] = {KV_HEADS, HEADS, 1}; /* grouped query, multi-head, multi-query */
-    for (int i = 0; i < 3; i++)
-        assert_below(opcmp_attention_fwd(cpu(), BATCH, SEQ, HEADS, kv_heads[i], HEAD_DIM, 61 + i), REF_TOL,
-                     "attention forward, %d kv heads", kv_heads[i]);
-    assert_int_equal(cpu()->attn_saved_elems(BATCH, SEQ, HEADS), (size_t)BATCH * HEADS * SEQ * SEQ);
-    /* longer than the CPU backend's 64-row tiles (two full, one partial), heads wider than a tile */
-    assert_below(opcmp_attention_fwd(cpu(), 2, 130, 2, 1, 70, 64), REF_TOL, "attention forward, 130 positions");
-}
-
-static void test_attention_derivatives(void **state)
-{
-    (void)state;
-    attn_ctx c = attn_ctx_make(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM);
+    attn_ctx c = attn_ctx_make(shape);
     fd_map f = {.n_in = 3,
                 .n_jvp_in = 3,
                 .in_len = {attn_q_len(&c), attn_kv_len(&c), attn_kv_len(&c)},
@@ -533,30 +612,91 @@ static void test_attention_derivatives(void **state)
                 .apply = attn_apply,
                 .vjp = attn_vjp,
                 .jvp = attn_jvp};
-    check_derivatives(&f, 64, "attention");
+    check_derivatives_opt(&f, seed, name, per_element);
     attn_ctx_free(&c);
+}
+
+static void test_attention_forward(void **state)
+{
+    (void)state;
+    int kv_heads[] = {KV_HEADS, HEADS, 1}; /* grouped query, multi-head, multi-query */
+    for (int i = 0; i < 3; i++) {
+        sp_attn_shape shape = attn_shape(BATCH, SEQ, HEADS, kv_heads[i], HEAD_DIM, 0, 0);
+        assert_below(opcmp_attention_fwd(cpu(), &shape, 61 + i), REF_TOL, "attention forward, %d kv heads",
+                     kv_heads[i]);
+    }
+    sp_attn_shape shape = attn_shape(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM, 0, 0);
+    assert_int_equal(cpu()->attn_saved_elems(&shape), (size_t)BATCH * HEADS * SEQ * SEQ);
+    /* longer than the CPU backend's 64-row tiles (two full, one partial), heads wider than a tile */
+    shape = attn_shape(2, 130, 2, 1, 70, 0, 0);
+    assert_below(opcmp_attention_fwd(cpu(), &shape, 64), REF_TOL, "attention forward, 130 positions");
+}
+
+/* A score scale other than 1/sqrt(head_dim), a soft-cap small enough to bite (q at scale 2 gives
+ * scores of several units), windows of 1 (only the diagonal), 2 and wider than the sequence, and
+ * windows over 130 positions that leave whole 64-key tiles out of the band. */
+static void test_attention_forward_scale_softcap_window(void **state)
+{
+    (void)state;
+    const int windows[] = {0, 1, 2, SEQ + 3};
+    for (size_t w = 0; w < SP_ARRAY_LEN(windows); w++)
+        for (int capped = 0; capped < 2; capped++) {
+            sp_attn_shape shape = attn_shape(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM, capped ? 1.5 : 0, windows[w]);
+            shape.scale = 0.3;
+            assert_below(opcmp_attention_fwd(cpu(), &shape, 66 + w), REF_TOL,
+                         "attention forward, scale 0.3, softcap %g, window %d", shape.softcap, shape.window);
+        }
+    const int long_windows[] = {20, 64, 65, 100};
+    for (size_t w = 0; w < SP_ARRAY_LEN(long_windows); w++) {
+        sp_attn_shape shape = attn_shape(2, 130, 2, 1, 9, 3.0, long_windows[w]);
+        assert_below(opcmp_attention_fwd(cpu(), &shape, 70 + w), REF_TOL, "attention forward, 130 positions, window %d",
+                     shape.window);
+    }
+}
+
+/* The visible keys of query i under a window W are exactly i - W < j <= i: probabilities vanish
+ * outside, and within it they are the causal softmax of those keys alone. */
+static void test_attention_window_mask(void **state)
+{
+    (void)state;
+    enum { T = 9, W = 3 };
+    sp_attn_shape shape = attn_shape(1, T, 1, 1, 2, 0, W);
+    sp_real q[T * 2] = {0}, k[T * 2] = {0}, v[T * 2], out[T * 2], saved[T * T];
+    for (int i = 0; i < T * 2; i++)
+        v[i] = (sp_real)i;
+    cpu()->attn_fwd(&shape, q, k, v, saved, out); /* equal scores: uniform over the visible keys */
+    for (int i = 0; i < T; i++) {
+        const int first = i - W + 1 > 0 ? i - W + 1 : 0;
+        for (int j = 0; j < T; j++) {
+            const double expect = j >= first && j <= i ? 1.0 / (i - first + 1) : 0.0;
+            assert_below(fabs(saved[i * T + j] - expect), 1e-15, "P[%d][%d] under a window of %d", i, j, W);
+        }
+    }
+}
+
+static void test_attention_derivatives(void **state)
+{
+    (void)state;
+    check_attention_derivatives(attn_shape(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM, 0, 0), 64, "attention", 1);
+    sp_attn_shape shape = attn_shape(BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM, 1.5, 2);
+    shape.scale = 0.8;
+    check_attention_derivatives(shape, 65, "attention, scale 0.8, softcap 1.5, window 2", 1);
+    check_attention_derivatives(attn_shape(BATCH, SEQ, HEADS, 1, HEAD_DIM, 0.7, 0), 66, "attention, softcap 0.7", 1);
+    check_attention_derivatives(attn_shape(BATCH, SEQ, HEADS, HEADS, HEAD_DIM, 0, 3), 67, "attention, window 3", 1);
 }
 
 /* The CPU backend works on 64 x 64 tiles of the score matrix: 70 positions make a full, a partial,
  * a diagonal and an off-diagonal tile, checked element by element; 130 positions (three row tiles)
- * with heads of 70 > 64 dims, along directions. */
+ * with heads of 70 > 64 dims, along directions; then a soft-cap and windows that leave whole key
+ * tiles out of the band (20), or cut through them (65). */
 static void test_attention_derivatives_tiled(void **state)
 {
     (void)state;
-    const int head_dims[2] = {3, 70}, seq_lens[2] = {70, 130};
-    for (int i = 0; i < 2; i++) {
-        attn_ctx c = attn_ctx_make(1, seq_lens[i], 2, 1, head_dims[i]);
-        fd_map f = {.n_in = 3,
-                    .n_jvp_in = 3,
-                    .in_len = {attn_q_len(&c), attn_kv_len(&c), attn_kv_len(&c)},
-                    .out_len = attn_q_len(&c),
-                    .ctx = &c,
-                    .apply = attn_apply,
-                    .vjp = attn_vjp,
-                    .jvp = attn_jvp};
-        check_derivatives_opt(&f, 65 + i, i == 0 ? "attention, 70 positions" : "attention, head_dim 70", i == 0);
-        attn_ctx_free(&c);
-    }
+    check_attention_derivatives(attn_shape(1, 70, 2, 1, 3, 0, 0), 68, "attention, 70 positions", 1);
+    check_attention_derivatives(attn_shape(1, 130, 2, 1, 70, 0, 0), 69, "attention, head_dim 70", 0);
+    check_attention_derivatives(attn_shape(1, 70, 2, 1, 3, 2.0, 20), 70, "attention, 70 positions, softcap, window 20",
+                                1);
+    check_attention_derivatives(attn_shape(1, 130, 2, 1, 5, 2.0, 65), 71, "attention, 130 positions, window 65", 0);
 }
 
 /* ---------------------------------------------------------------- embedding */
@@ -565,20 +705,21 @@ enum { VOCAB = 11 };
 
 typedef struct {
     int rows, seq_len, dim, with_pos;
+    double scale;
     int32_t ids[BATCH * SEQ];
 } embed_ctx;
 
 static void embed_apply(void *ctx, sp_real *const *in, sp_real *out)
 {
     embed_ctx *c = ctx;
-    cpu()->embed_fwd(c->rows, c->seq_len, c->dim, c->ids, in[0], c->with_pos ? in[1] : NULL, out);
+    cpu()->embed_fwd(c->rows, c->seq_len, c->dim, (sp_real)c->scale, c->ids, in[0], c->with_pos ? in[1] : NULL, out);
 }
 
 static void embed_vjp(void *ctx, sp_real *const *in, const sp_real *dy, sp_real *const *grad)
 {
     (void)in;
     embed_ctx *c = ctx;
-    cpu()->embed_bwd(c->rows, c->seq_len, c->dim, c->ids, dy, grad[0], c->with_pos ? grad[1] : NULL);
+    cpu()->embed_bwd(c->rows, c->seq_len, c->dim, (sp_real)c->scale, c->ids, dy, grad[0], c->with_pos ? grad[1] : NULL);
 }
 
 /* The embedding is linear in (tok, pos): its JVP is itself applied to the tangents. */
@@ -588,16 +729,16 @@ static void embed_jvp(void *ctx, sp_real *const *in, sp_real *const *tangent, sp
     embed_apply(ctx, tangent, ty);
 }
 
-static void check_embedding(int with_pos)
+static void check_embedding(int with_pos, double scale)
 {
-    embed_ctx c = {BATCH * SEQ, SEQ, DIM, with_pos, {0}};
+    embed_ctx c = {BATCH * SEQ, SEQ, DIM, with_pos, scale, {0}};
     sp_rng rng;
     sp_rng_seed(&rng, 71 + with_pos);
     for (int r = 0; r < c.rows; r++) /* few ids, so some repeat */
         c.ids[r] = (int32_t)sp_rng_below(&rng, 4) * 3;
     size_t n_out = (size_t)c.rows * DIM;
-    assert_below(opcmp_embed_fwd(cpu(), BATCH, SEQ, DIM, VOCAB, with_pos, 75 + with_pos), REF_TOL,
-                 "embedding forward, pos=%d", with_pos);
+    assert_below(opcmp_embed_fwd(cpu(), BATCH, SEQ, DIM, VOCAB, with_pos, scale, 75 + with_pos), REF_TOL,
+                 "embedding forward, pos=%d, scale %g", with_pos, scale);
     fd_map f = {.n_in = with_pos ? 2 : 1,
                 .n_jvp_in = with_pos ? 2 : 1,
                 .in_len = {VOCAB * DIM, SEQ * DIM},
@@ -612,8 +753,10 @@ static void check_embedding(int with_pos)
 static void test_embedding(void **state)
 {
     (void)state;
-    check_embedding(1);
-    check_embedding(0);
+    check_embedding(1, 1.0);
+    check_embedding(0, 1.0);
+    check_embedding(1, 2.75);
+    check_embedding(0, sqrt(13.0)); /* Gemma's sqrt(d_model) */
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
@@ -758,7 +901,8 @@ static void test_adamw_two_steps(void **state)
 static void test_thread_count_independence(void **state)
 {
     (void)state;
-    attn_ctx c = attn_ctx_make(3, 70, 4, 2, 16); /* 70 positions: two tiles of the CPU attention */
+    /* 70 positions: two tiles of the CPU attention; a soft-cap and a window take their own paths */
+    attn_ctx c = attn_ctx_make(attn_shape(3, 70, 4, 2, 16, 4.0, 50));
     enum { NROWS = 64, NDIM = 301, GM = 300, GN = 70, GK = 130, NOUT = 9 };
     size_t nq = attn_q_len(&c), nkv = attn_kv_len(&c), nx = (size_t)NROWS * NDIM;
     sp_rng rng;
@@ -782,13 +926,12 @@ static void test_thread_count_independence(void **state)
         for (int i = 0; i < NOUT; i++)
             res[t][i] = vec_zeros(lens[i]);
         attn_apply(&c, in, res[t][0]);
-        cpu()->attn_bwd(c.batch, c.seq_len, c.n_heads, c.n_kv_heads, c.head_dim, q, k, v, c.saved, dout, res[t][1],
-                        res[t][2], res[t][3]);
+        cpu()->attn_bwd(&c.shape, q, k, v, c.saved, dout, res[t][1], res[t][2], res[t][3]);
         cpu()->norm_fwd(SP_NORM_RMSNORM, NROWS, NDIM, 1e-5, x, gain, NULL, res[t][4], NULL, rstd);
         cpu()->norm_bwd(SP_NORM_RMSNORM, NROWS, NDIM, x, gain, NULL, rstd, dy, res[t][4], res[t][5], NULL);
-        cpu()->embed_bwd(NROWS, 16, NDIM, ids, dy, res[t][6], NULL);
+        cpu()->embed_bwd(NROWS, 16, NDIM, 1, ids, dy, res[t][6], NULL);
         cpu()->gemm(0, 0, GM, GN, GK, 1, ga, GK, gb, GN, 0, res[t][7], GN);
-        cpu()->gelu_bwd(nx, x, dy, res[t][8]);
+        cpu()->act_bwd(SP_ACT_GELU_TANH, nx, x, dy, res[t][8]);
         sums[t] = cpu()->sumsq(nx, x);
     }
     omp_set_num_threads(saved_threads);
@@ -825,10 +968,13 @@ int main(void)
         cmocka_unit_test(test_layernorm_derivatives),
         cmocka_unit_test(test_rmsnorm_derivatives),
         cmocka_unit_test(test_norm_bwd_without_param_grads),
-        cmocka_unit_test(test_gelu),
-        cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_act),
+        cmocka_unit_test(test_glu),
+        cmocka_unit_test(test_softcap),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention_forward),
+        cmocka_unit_test(test_attention_forward_scale_softcap_window),
+        cmocka_unit_test(test_attention_window_mask),
         cmocka_unit_test(test_attention_derivatives),
         cmocka_unit_test(test_attention_derivatives_tiled),
         cmocka_unit_test(test_embedding),

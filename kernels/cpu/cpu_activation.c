@@ -1,33 +1,41 @@
-/* kernels/cpu/cpu_activation.c: GELU (tanh approximation) and SwiGLU, elementwise, evaluated in
- * double (the tanh of GELU as a sigmoid, through cpu_math.h's vectorized exp). Backward ops add
- * into their gradients; JVPs overwrite the output tangent. */
+/* kernels/cpu/cpu_activation.c: the elementwise activations (GELU, tanh approximation or exact erf;
+ * SiLU), alone and gated (h = act(g) * u: SwiGLU, GEGLU), and the soft-cap c tanh(x / c), evaluated
+ * in double: the tanh of GELU as a sigmoid, through cpu_math.h's vectorized exp, the erf through
+ * libm. Backward ops add into their gradients; JVPs overwrite the output tangent. */
+#include <math.h>
+
 #include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_ops.h"
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_A 0.044715
+#define INV_SQRT2 0.7071067811865476
+#define INV_SQRT_2PI 0.3989422804014327
 
-/* 0.5 (1 + tanh(u)) = sigmoid(2u), u = c (x + a x^3): one exp for GELU and its slope. */
-static inline double gelu_gate(double x)
+/* Each activation's value and slope at x, from one evaluation of its transcendental part. */
+
+/* x s(2u) with u = c (x + a x^3), as 0.5 (1 + tanh(u)) = sigmoid(2u): one exp for both; the slope
+ * s + 2 x s (1 - s) u', since 1 - tanh^2 = 4 s (1 - s). */
+static inline void gelu_tanh(double x, double *value, double *slope)
 {
-    return sp_cpu_sigmoid(2.0 * GELU_C * (x + GELU_A * x * x * x));
+    const double s = sp_cpu_sigmoid(2.0 * GELU_C * (x + GELU_A * x * x * x));
+    *value = x * s;
+    *slope = s + 2.0 * x * s * (1.0 - s) * GELU_C * (1.0 + 3.0 * GELU_A * x * x);
 }
 
-static inline double gelu(double x) { return x * gelu_gate(x); }
-
-/* d/dx x s(2u) = s + 2 x s (1 - s) u', with 1 - tanh^2 = 4 s (1 - s) */
-static inline double gelu_slope(double x)
+/* x Phi(x), Phi(x) = 0.5 (1 + erf(x / sqrt 2)); slope Phi(x) + x phi(x). */
+static inline void gelu_erf(double x, double *value, double *slope)
 {
-    double s = gelu_gate(x);
-    return s + 2.0 * x * s * (1.0 - s) * GELU_C * (1.0 + 3.0 * GELU_A * x * x);
+    const double cdf = 0.5 * (1.0 + erf(x * INV_SQRT2));
+    *value = x * cdf;
+    *slope = cdf + x * INV_SQRT_2PI * sp_cpu_exp(-0.5 * x * x);
 }
 
-/* silu(g) = g * sigmoid(g) and its derivative s (1 + g (1 - s)). For g << 0 the sigmoid is 0
- * exactly, so silu(g) is too. */
-static inline void silu_and_slope(double g, double *silu, double *slope)
+/* g sigmoid(g), slope s (1 + g (1 - s)). For g << 0 the sigmoid is 0 exactly, so silu(g) is too. */
+static inline void silu(double g, double *value, double *slope)
 {
-    double s = sp_cpu_sigmoid(g);
-    *silu = g * s;
+    const double s = sp_cpu_sigmoid(g);
+    *value = g * s;
     *slope = s * (1.0 + g * (1.0 - s));
 }
 
@@ -41,84 +49,124 @@ static inline void silu_and_slope(double g, double *silu, double *slope)
             kernel(c_ * SP_CPU_CHUNK, c_ + 1 < chunks_ ? (c_ + 1) * SP_CPU_CHUNK : n_, __VA_ARGS__); \
     } while (0)
 
-SP_CPU_CLONES static void gelu_fwd_range(size_t lo, size_t hi, const sp_real *x, sp_real *y)
-{
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++)
-        y[i] = (sp_real)gelu(x[i]);
-}
-
-SP_CPU_CLONES static void gelu_bwd_range(size_t lo, size_t hi, const sp_real *x, const sp_real *dy, sp_real *dx)
-{
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++)
-        dx[i] += (sp_real)(gelu_slope(x[i]) * dy[i]);
-}
-
-SP_CPU_CLONES static void gelu_jvp_range(size_t lo, size_t hi, const sp_real *x, const sp_real *tx, sp_real *ty)
-{
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++)
-        ty[i] = (sp_real)(gelu_slope(x[i]) * tx[i]);
-}
-
-SP_CPU_CLONES static void swiglu_fwd_range(size_t lo, size_t hi, const sp_real *g, const sp_real *u, sp_real *h)
-{
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++) {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        h[i] = (sp_real)(silu * u[i]);
+/* The six range kernels of one activation, each a simd loop over its own inline value-and-slope
+ * (one set per activation, so no branch on the kind inside a loop keeps it from vectorizing). */
+#define ACT_KERNELS(act)                                                                                          \
+    SP_CPU_CLONES static void act_fwd_##act(size_t lo, size_t hi, const sp_real *x, sp_real *y)                 \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(x[i], &v, &s);                                                                                    \
+            y[i] = (sp_real)v;                                                                                    \
+        }                                                                                                         \
+    }                                                                                                             \
+    SP_CPU_CLONES static void act_bwd_##act(size_t lo, size_t hi, const sp_real *x, const sp_real *dy, sp_real *dx) \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(x[i], &v, &s);                                                                                    \
+            dx[i] += (sp_real)(s * dy[i]);                                                                        \
+        }                                                                                                         \
+    }                                                                                                             \
+    SP_CPU_CLONES static void act_jvp_##act(size_t lo, size_t hi, const sp_real *x, const sp_real *tx, sp_real *ty) \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(x[i], &v, &s);                                                                                    \
+            ty[i] = (sp_real)(s * tx[i]);                                                                         \
+        }                                                                                                         \
+    }                                                                                                             \
+    SP_CPU_CLONES static void glu_fwd_##act(size_t lo, size_t hi, const sp_real *g, const sp_real *u, sp_real *h) \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(g[i], &v, &s);                                                                                    \
+            h[i] = (sp_real)(v * u[i]);                                                                           \
+        }                                                                                                         \
+    }                                                                                                             \
+    SP_CPU_CLONES static void glu_bwd_##act(size_t lo, size_t hi, const sp_real *g, const sp_real *u,            \
+                                            const sp_real *dh, sp_real *dg, sp_real *du)                          \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(g[i], &v, &s);                                                                                    \
+            dg[i] += (sp_real)((double)dh[i] * u[i] * s);                                                         \
+            du[i] += (sp_real)((double)dh[i] * v);                                                                \
+        }                                                                                                         \
+    }                                                                                                             \
+    SP_CPU_CLONES static void glu_jvp_##act(size_t lo, size_t hi, const sp_real *g, const sp_real *u,            \
+                                            const sp_real *tg, const sp_real *tu, sp_real *th)                    \
+    {                                                                                                             \
+        _Pragma("omp simd") for (size_t i = lo; i < hi; i++)                                                      \
+        {                                                                                                         \
+            double v, s;                                                                                          \
+            act(g[i], &v, &s);                                                                                    \
+            th[i] = (sp_real)(s * tg[i] * u[i] + v * tu[i]);                                                      \
+        }                                                                                                         \
     }
+
+ACT_KERNELS(gelu_tanh)
+ACT_KERNELS(gelu_erf)
+ACT_KERNELS(silu)
+
+/* FOR_CHUNKS over the range kernel `op`_<activation of kind>. */
+#define DISPATCH(kind, op, n, ...)                                        \
+    do {                                                                  \
+        switch (kind) {                                                   \
+        case SP_ACT_GELU_TANH: FOR_CHUNKS(n, op##_gelu_tanh, __VA_ARGS__); break; \
+        case SP_ACT_GELU_ERF: FOR_CHUNKS(n, op##_gelu_erf, __VA_ARGS__); break;   \
+        case SP_ACT_SILU: FOR_CHUNKS(n, op##_silu, __VA_ARGS__); break;           \
+        }                                                                 \
+    } while (0)
+
+void sp_cpu_act_fwd(sp_act_kind kind, size_t n, const sp_real *x, sp_real *y) { DISPATCH(kind, act_fwd, n, x, y); }
+
+void sp_cpu_act_bwd(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *dy, sp_real *dx)
+{
+    DISPATCH(kind, act_bwd, n, x, dy, dx);
 }
 
-SP_CPU_CLONES static void swiglu_bwd_range(size_t lo, size_t hi, const sp_real *g, const sp_real *u,
-                                           const sp_real *dh, sp_real *dg, sp_real *du)
+void sp_cpu_act_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, sp_real *ty)
 {
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++) {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        dg[i] += (sp_real)((double)dh[i] * u[i] * slope);
-        du[i] += (sp_real)((double)dh[i] * silu);
+    DISPATCH(kind, act_jvp, n, x, tx, ty);
+}
+
+void sp_cpu_glu_fwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, sp_real *h)
+{
+    DISPATCH(kind, glu_fwd, n, g, u, h);
+}
+
+void sp_cpu_glu_bwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg,
+                    sp_real *du)
+{
+    DISPATCH(kind, glu_bwd, n, g, u, dh, dg, du);
+}
+
+void sp_cpu_glu_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                    const sp_real *tu, sp_real *th)
+{
+    DISPATCH(kind, glu_jvp, n, g, u, tg, tu, th);
+}
+
+/* cap tanh(x / cap), and the slope 1 - (y / cap)^2 from the capped value y. libm's tanh: soft-caps
+ * run on logits and attention scores, where the exp-based loops above are not the cost. */
+void sp_cpu_softcap_fwd(size_t n, double cap, const sp_real *x, sp_real *y)
+{
+#pragma omp parallel for schedule(dynamic, SP_CPU_CHUNK) if (n >= SP_CPU_PAR_MIN)
+    for (size_t i = 0; i < n; i++)
+        y[i] = (sp_real)(cap * tanh(x[i] / cap));
+}
+
+void sp_cpu_softcap_jvp(size_t n, double cap, const sp_real *y, const sp_real *t, sp_real *out)
+{
+#pragma omp parallel for schedule(dynamic, SP_CPU_CHUNK) if (n >= SP_CPU_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        const double r = y[i] / cap;
+        out[i] = (sp_real)((1.0 - r * r) * t[i]);
     }
-}
-
-SP_CPU_CLONES static void swiglu_jvp_range(size_t lo, size_t hi, const sp_real *g, const sp_real *u,
-                                           const sp_real *tg, const sp_real *tu, sp_real *th)
-{
-#pragma omp simd
-    for (size_t i = lo; i < hi; i++) {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        th[i] = (sp_real)(slope * tg[i] * u[i] + silu * tu[i]);
-    }
-}
-
-void sp_cpu_gelu_fwd(size_t n, const sp_real *x, sp_real *y) { FOR_CHUNKS(n, gelu_fwd_range, x, y); }
-
-void sp_cpu_gelu_bwd(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx)
-{
-    FOR_CHUNKS(n, gelu_bwd_range, x, dy, dx);
-}
-
-void sp_cpu_gelu_jvp(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty)
-{
-    FOR_CHUNKS(n, gelu_jvp_range, x, tx, ty);
-}
-
-void sp_cpu_swiglu_fwd(size_t n, const sp_real *g, const sp_real *u, sp_real *h)
-{
-    FOR_CHUNKS(n, swiglu_fwd_range, g, u, h);
-}
-
-void sp_cpu_swiglu_bwd(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du)
-{
-    FOR_CHUNKS(n, swiglu_bwd_range, g, u, dh, dg, du);
-}
-
-void sp_cpu_swiglu_jvp(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
-                       sp_real *th)
-{
-    FOR_CHUNKS(n, swiglu_jvp_range, g, u, tg, tu, th);
 }

@@ -54,33 +54,35 @@ void sp_cpu_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
                      const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty);
 
 /* cpu_activation.c */
-void sp_cpu_gelu_fwd(size_t n, const sp_real *x, sp_real *y);
-void sp_cpu_gelu_bwd(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
-void sp_cpu_gelu_jvp(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
-void sp_cpu_swiglu_fwd(size_t n, const sp_real *g, const sp_real *u, sp_real *h);
-void sp_cpu_swiglu_bwd(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du);
-void sp_cpu_swiglu_jvp(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
-                       sp_real *th);
+void sp_cpu_act_fwd(sp_act_kind kind, size_t n, const sp_real *x, sp_real *y);
+void sp_cpu_act_bwd(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
+void sp_cpu_act_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
+void sp_cpu_glu_fwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, sp_real *h);
+void sp_cpu_glu_bwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg,
+                    sp_real *du);
+void sp_cpu_glu_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                    const sp_real *tu, sp_real *th);
+void sp_cpu_softcap_fwd(size_t n, double cap, const sp_real *x, sp_real *y);
+void sp_cpu_softcap_jvp(size_t n, double cap, const sp_real *y, const sp_real *t, sp_real *out);
 
 /* cpu_rope.c */
-void sp_cpu_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x);
+void sp_cpu_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq,
+                 int direction, sp_real *x);
 
 /* cpu_attention.c */
-size_t sp_cpu_attn_saved_elems(int batch, int seq_len, int n_heads);
-void sp_cpu_attn_fwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out);
-void sp_cpu_attn_bwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
-                     sp_real *dk, sp_real *dv);
-void sp_cpu_attn_jvp(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                     const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq,
-                     const sp_real *tk, const sp_real *tv, sp_real *tout);
+size_t sp_cpu_attn_saved_elems(const sp_attn_shape *shape);
+void sp_cpu_attn_fwd(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v, sp_real *saved,
+                     sp_real *out);
+void sp_cpu_attn_bwd(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                     const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
+void sp_cpu_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                     const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
 
 /* cpu_embed.c */
-void sp_cpu_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
-                      sp_real *out);
-void sp_cpu_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *dout, sp_real *dtok,
-                      sp_real *dpos);
+void sp_cpu_embed_fwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,
+                      const sp_real *pos, sp_real *out);
+void sp_cpu_embed_bwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *dout,
+                      sp_real *dtok, sp_real *dpos);
 
 /* cpu_xent.c */
 void sp_cpu_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);

@@ -1,108 +1,156 @@
-/* kernels/cuda/cuda_activation.cu: GELU (tanh approximation, GPT-2) and SwiGLU, elementwise.
+/* kernels/cuda/cuda_activation.cu: the elementwise activations (GELU, tanh approximation or exact
+ * erf; SiLU), alone and gated (h = act(g) * u: SwiGLU, GEGLU), and the soft-cap c tanh(x / c).
  * Evaluated in double like the CPU reference (these ops are bound by memory traffic, so the double
  * arithmetic costs little). Backward ops add into their gradients; JVPs overwrite the tangent. */
 #include "kernels/cuda/cuda_ops.h"
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_A 0.044715
+#define INV_SQRT2 0.7071067811865476
+#define INV_SQRT_2PI 0.3989422804014327
 
-static __device__ double gelu(double x) { return 0.5 * x * (1.0 + tanh(GELU_C * (x + GELU_A * x * x * x))); }
-
-static __device__ double gelu_slope(double x)
+/* act(x) and its slope, for the kind (uniform over a launch, so the branch does not diverge). */
+static __device__ void act_value_slope(sp_act_kind kind, double x, double *value, double *slope)
 {
-    double t = tanh(GELU_C * (x + GELU_A * x * x * x));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * GELU_A * x * x);
-}
-
-/* silu(g) = g * sigmoid(g) and its derivative s (1 + g (1 - s)); the logistic without overflow. */
-static __device__ void silu_and_slope(double g, double *silu, double *slope)
-{
-    double e = exp(-fabs(g));
-    double s = g >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-    *silu = g * s;
-    *slope = s * (1.0 + g * (1.0 - s));
-}
-
-static __global__ void gelu_fwd_kernel(size_t n, const float *x, float *y)
-{
-    SP_CUDA_GRID_STRIDE(i, n)
-    {
-        y[i] = (float)gelu(x[i]);
+    switch (kind) {
+    case SP_ACT_GELU_TANH: {
+        const double t = tanh(GELU_C * (x + GELU_A * x * x * x));
+        *value = 0.5 * x * (1.0 + t);
+        *slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * GELU_A * x * x);
+        return;
+    }
+    case SP_ACT_GELU_ERF: {
+        const double cdf = 0.5 * (1.0 + erf(x * INV_SQRT2));
+        *value = x * cdf;
+        *slope = cdf + x * INV_SQRT_2PI * exp(-0.5 * x * x);
+        return;
+    }
+    case SP_ACT_SILU: { /* the logistic without overflow */
+        const double e = exp(-fabs(x)), s = x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+        *value = x * s;
+        *slope = s * (1.0 + x * (1.0 - s));
+        return;
+    }
     }
 }
 
-static __global__ void gelu_bwd_kernel(size_t n, const float *x, const float *dy, float *dx)
+static __global__ void act_fwd_kernel(size_t n, sp_act_kind kind, const float *x, float *y)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        dx[i] += (float)(gelu_slope(x[i]) * dy[i]);
+        double v, s;
+        act_value_slope(kind, x[i], &v, &s);
+        y[i] = (float)v;
     }
 }
 
-static __global__ void gelu_jvp_kernel(size_t n, const float *x, const float *tx, float *ty)
+static __global__ void act_bwd_kernel(size_t n, sp_act_kind kind, const float *x, const float *dy, float *dx)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        ty[i] = (float)(gelu_slope(x[i]) * tx[i]);
+        double v, s;
+        act_value_slope(kind, x[i], &v, &s);
+        dx[i] += (float)(s * dy[i]);
     }
 }
 
-static __global__ void swiglu_fwd_kernel(size_t n, const float *g, const float *u, float *h)
+static __global__ void act_jvp_kernel(size_t n, sp_act_kind kind, const float *x, const float *tx, float *ty)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        h[i] = (float)(silu * u[i]);
+        double v, s;
+        act_value_slope(kind, x[i], &v, &s);
+        ty[i] = (float)(s * tx[i]);
     }
 }
 
-static __global__ void swiglu_bwd_kernel(size_t n, const float *g, const float *u, const float *dh, float *dg,
-                                         float *du)
+static __global__ void glu_fwd_kernel(size_t n, sp_act_kind kind, const float *g, const float *u, float *h)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        dg[i] += (float)((double)dh[i] * u[i] * slope);
-        du[i] += (float)((double)dh[i] * silu);
+        double v, s;
+        act_value_slope(kind, g[i], &v, &s);
+        h[i] = (float)(v * u[i]);
     }
 }
 
-static __global__ void swiglu_jvp_kernel(size_t n, const float *g, const float *u, const float *tg, const float *tu,
-                                         float *th)
+static __global__ void glu_bwd_kernel(size_t n, sp_act_kind kind, const float *g, const float *u, const float *dh,
+                                      float *dg, float *du)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
-        double silu, slope;
-        silu_and_slope(g[i], &silu, &slope);
-        th[i] = (float)(slope * tg[i] * u[i] + silu * tu[i]);
+        double v, s;
+        act_value_slope(kind, g[i], &v, &s);
+        dg[i] += (float)((double)dh[i] * u[i] * s);
+        du[i] += (float)((double)dh[i] * v);
     }
 }
 
-void sp_cuda_gelu_fwd(size_t n, const float *x, float *y) { SP_CUDA_LAUNCH_ELEMENTWISE(gelu_fwd_kernel, n, x, y); }
-
-void sp_cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx)
+static __global__ void glu_jvp_kernel(size_t n, sp_act_kind kind, const float *g, const float *u, const float *tg,
+                                      const float *tu, float *th)
 {
-    SP_CUDA_LAUNCH_ELEMENTWISE(gelu_bwd_kernel, n, x, dy, dx);
+    SP_CUDA_GRID_STRIDE(i, n)
+    {
+        double v, s;
+        act_value_slope(kind, g[i], &v, &s);
+        th[i] = (float)(s * tg[i] * u[i] + v * tu[i]);
+    }
 }
 
-void sp_cuda_gelu_jvp(size_t n, const float *x, const float *tx, float *ty)
+static __global__ void softcap_fwd_kernel(size_t n, double cap, const float *x, float *y)
 {
-    SP_CUDA_LAUNCH_ELEMENTWISE(gelu_jvp_kernel, n, x, tx, ty);
+    SP_CUDA_GRID_STRIDE(i, n)
+    {
+        y[i] = (float)(cap * tanh(x[i] / cap));
+    }
 }
 
-void sp_cuda_swiglu_fwd(size_t n, const float *g, const float *u, float *h)
+static __global__ void softcap_jvp_kernel(size_t n, double cap, const float *y, const float *t, float *out)
 {
-    SP_CUDA_LAUNCH_ELEMENTWISE(swiglu_fwd_kernel, n, g, u, h);
+    SP_CUDA_GRID_STRIDE(i, n)
+    {
+        const double r = y[i] / cap;
+        out[i] = (float)((1.0 - r * r) * t[i]);
+    }
 }
 
-void sp_cuda_swiglu_bwd(size_t n, const float *g, const float *u, const float *dh, float *dg, float *du)
+void sp_cuda_act_fwd(sp_act_kind kind, size_t n, const float *x, float *y)
 {
-    SP_CUDA_LAUNCH_ELEMENTWISE(swiglu_bwd_kernel, n, g, u, dh, dg, du);
+    SP_CUDA_LAUNCH_ELEMENTWISE(act_fwd_kernel, n, kind, x, y);
 }
 
-void sp_cuda_swiglu_jvp(size_t n, const float *g, const float *u, const float *tg, const float *tu, float *th)
+void sp_cuda_act_bwd(sp_act_kind kind, size_t n, const float *x, const float *dy, float *dx)
 {
-    SP_CUDA_LAUNCH_ELEMENTWISE(swiglu_jvp_kernel, n, g, u, tg, tu, th);
+    SP_CUDA_LAUNCH_ELEMENTWISE(act_bwd_kernel, n, kind, x, dy, dx);
+}
+
+void sp_cuda_act_jvp(sp_act_kind kind, size_t n, const float *x, const float *tx, float *ty)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(act_jvp_kernel, n, kind, x, tx, ty);
+}
+
+void sp_cuda_glu_fwd(sp_act_kind kind, size_t n, const float *g, const float *u, float *h)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(glu_fwd_kernel, n, kind, g, u, h);
+}
+
+void sp_cuda_glu_bwd(sp_act_kind kind, size_t n, const float *g, const float *u, const float *dh, float *dg, float *du)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(glu_bwd_kernel, n, kind, g, u, dh, dg, du);
+}
+
+void sp_cuda_glu_jvp(sp_act_kind kind, size_t n, const float *g, const float *u, const float *tg, const float *tu,
+                     float *th)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(glu_jvp_kernel, n, kind, g, u, tg, tu, th);
+}
+
+void sp_cuda_softcap_fwd(size_t n, double cap, const float *x, float *y)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(softcap_fwd_kernel, n, cap, x, y);
+}
+
+void sp_cuda_softcap_jvp(size_t n, double cap, const float *y, const float *t, float *out)
+{
+    SP_CUDA_LAUNCH_ELEMENTWISE(softcap_jvp_kernel, n, cap, y, t, out);
 }

@@ -1,4 +1,5 @@
-/* kernels/cuda/cuda_embed.cu: token (+ learned position) embedding lookup and its scatter-add.
+/* kernels/cuda/cuda_embed.cu: token (+ learned position) embedding lookup, times a scale, and its
+ * scatter-add.
  *
  * The backward pass must give the same bits every run, so no atomics: every output element has one
  * owner thread that adds its contributions in row order.
@@ -15,38 +16,39 @@
 #define EMBED_TARGET_THREADS 65536
 #define EMBED_MAX_PARTS 1024
 
-static __global__ void embed_fwd_kernel(size_t n, int seq_len, int dim, const int32_t *ids, const float *tok,
-                                        const float *pos, float *out)
+static __global__ void embed_fwd_kernel(size_t n, int seq_len, int dim, float scale, const int32_t *ids,
+                                        const float *tok, const float *pos, float *out)
 {
     SP_CUDA_GRID_STRIDE(i, n)
     {
         const size_t row = i / dim, col = i % dim;
         float v = tok[(size_t)ids[row] * dim + col];
-        out[i] = pos ? v + pos[(row % seq_len) * dim + col] : v;
+        out[i] = (pos ? v + pos[(row % seq_len) * dim + col] : v) * scale;
     }
 }
 
-void sp_cuda_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const float *tok, const float *pos,
-                       float *out)
+void sp_cuda_embed_fwd(int rows, int seq_len, int dim, float scale, const int32_t *ids, const float *tok,
+                       const float *pos, float *out)
 {
     if (rows <= 0 || dim <= 0)
         return;
-    SP_CUDA_LAUNCH_ELEMENTWISE(embed_fwd_kernel, (size_t)rows * dim, seq_len, dim, ids, tok, pos, out);
+    SP_CUDA_LAUNCH_ELEMENTWISE(embed_fwd_kernel, (size_t)rows * dim, seq_len, dim, scale, ids, tok, pos, out);
 }
 
-static __global__ void embed_dpos_kernel(size_t n, int rows, int seq_len, int dim, const float *dout, float *dpos)
+static __global__ void embed_dpos_kernel(size_t n, int rows, int seq_len, int dim, float scale, const float *dout,
+                                         float *dpos)
 {
     SP_CUDA_GRID_STRIDE(i, n) /* i = p * dim + c over the positions that occur */
     {
         float acc = dpos[i];
         for (size_t r = i / dim; r < (size_t)rows; r += seq_len)
-            acc += dout[r * dim + i % dim];
+            acc += scale * dout[r * dim + i % dim];
         dpos[i] = acc;
     }
 }
 
-static __global__ void embed_dtok_kernel(int rows, int dim, int n_parts, const int32_t *ids, const float *dout,
-                                         float *dtok)
+static __global__ void embed_dtok_kernel(int rows, int dim, int n_parts, float scale, const int32_t *ids,
+                                         const float *dout, float *dtok)
 {
     __shared__ int32_t tile[EMBED_ID_TILE];
     const int col = blockIdx.x * EMBED_COLS_PER_BLOCK + threadIdx.x;
@@ -64,20 +66,20 @@ static __global__ void embed_dtok_kernel(int rows, int dim, int n_parts, const i
         for (int j = 0; j < n_tile; j++) {
             const unsigned id = (unsigned)tile[j];
             if (id % (unsigned)n_parts == part)
-                dtok[(size_t)id * dim + col] += dout[(size_t)(base + j) * dim + col];
+                dtok[(size_t)id * dim + col] += scale * dout[(size_t)(base + j) * dim + col];
         }
     }
 }
 
-void sp_cuda_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const float *dout, float *dtok,
-                       float *dpos)
+void sp_cuda_embed_bwd(int rows, int seq_len, int dim, float scale, const int32_t *ids, const float *dout,
+                       float *dtok, float *dpos)
 {
     if (rows <= 0 || dim <= 0)
         return;
     if (dpos) {
         const int n_pos = rows < seq_len ? rows : seq_len;
         embed_dpos_kernel<<<sp_cuda_blocks((size_t)n_pos * dim), SP_CUDA_THREADS>>>((size_t)n_pos * dim, rows,
-                                                                                    seq_len, dim, dout, dpos);
+                                                                                    seq_len, dim, scale, dout, dpos);
         if (!SP_CUDA_CHECK_LAUNCH("embed_dpos_kernel"))
             return;
     }
@@ -88,8 +90,8 @@ void sp_cuda_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const
                                                   : n_parts;
         dim3 grid((dim + EMBED_COLS_PER_BLOCK - 1) / EMBED_COLS_PER_BLOCK,
                   (n_parts + EMBED_PARTS_PER_BLOCK - 1) / EMBED_PARTS_PER_BLOCK);
-        embed_dtok_kernel<<<grid, dim3(EMBED_COLS_PER_BLOCK, EMBED_PARTS_PER_BLOCK)>>>(rows, dim, n_parts, ids, dout,
-                                                                                       dtok);
+        embed_dtok_kernel<<<grid, dim3(EMBED_COLS_PER_BLOCK, EMBED_PARTS_PER_BLOCK)>>>(rows, dim, n_parts, scale, ids,
+                                                                                       dout, dtok);
         SP_CUDA_CHECK_LAUNCH("embed_dtok_kernel");
     }
 }

@@ -193,32 +193,34 @@ void sp_cuda_norm_jvp(sp_norm_kind kind, int rows, int dim, const float *x, cons
                       const float *rstd, const float *tx, float *ty);
 
 /* cuda_activation.cu */
-void sp_cuda_gelu_fwd(size_t n, const float *x, float *y);
-void sp_cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
-void sp_cuda_gelu_jvp(size_t n, const float *x, const float *tx, float *ty);
-void sp_cuda_swiglu_fwd(size_t n, const float *g, const float *u, float *h);
-void sp_cuda_swiglu_bwd(size_t n, const float *g, const float *u, const float *dh, float *dg, float *du);
-void sp_cuda_swiglu_jvp(size_t n, const float *g, const float *u, const float *tg, const float *tu, float *th);
+void sp_cuda_act_fwd(sp_act_kind kind, size_t n, const float *x, float *y);
+void sp_cuda_act_bwd(sp_act_kind kind, size_t n, const float *x, const float *dy, float *dx);
+void sp_cuda_act_jvp(sp_act_kind kind, size_t n, const float *x, const float *tx, float *ty);
+void sp_cuda_glu_fwd(sp_act_kind kind, size_t n, const float *g, const float *u, float *h);
+void sp_cuda_glu_bwd(sp_act_kind kind, size_t n, const float *g, const float *u, const float *dh, float *dg, float *du);
+void sp_cuda_glu_jvp(sp_act_kind kind, size_t n, const float *g, const float *u, const float *tg, const float *tu,
+                     float *th);
+void sp_cuda_softcap_fwd(size_t n, double cap, const float *x, float *y);
+void sp_cuda_softcap_jvp(size_t n, double cap, const float *y, const float *t, float *out);
 
 /* cuda_rope.cu */
-void sp_cuda_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, float *x);
+void sp_cuda_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq,
+                  int direction, float *x);
 
 /* cuda_attention.cu */
-size_t sp_cuda_attn_saved_elems(int batch, int seq_len, int n_heads);
-void sp_cuda_attn_fwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const float *q,
-                      const float *k, const float *v, float *saved, float *out);
-void sp_cuda_attn_bwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const float *q,
-                      const float *k, const float *v, const float *saved, const float *dout, float *dq, float *dk,
-                      float *dv);
-void sp_cuda_attn_jvp(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const float *q,
-                      const float *k, const float *v, const float *saved, const float *tq, const float *tk,
-                      const float *tv, float *tout);
+size_t sp_cuda_attn_saved_elems(const sp_attn_shape *shape);
+void sp_cuda_attn_fwd(const sp_attn_shape *shape, const float *q, const float *k, const float *v, float *saved,
+                      float *out);
+void sp_cuda_attn_bwd(const sp_attn_shape *shape, const float *q, const float *k, const float *v, const float *saved,
+                      const float *dout, float *dq, float *dk, float *dv);
+void sp_cuda_attn_jvp(const sp_attn_shape *shape, const float *q, const float *k, const float *v, const float *saved,
+                      const float *tq, const float *tk, const float *tv, float *tout);
 
 /* cuda_embed.cu */
-void sp_cuda_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const float *tok, const float *pos,
-                       float *out);
-void sp_cuda_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const float *dout, float *dtok,
-                       float *dpos);
+void sp_cuda_embed_fwd(int rows, int seq_len, int dim, float scale, const int32_t *ids, const float *tok,
+                       const float *pos, float *out);
+void sp_cuda_embed_bwd(int rows, int seq_len, int dim, float scale, const int32_t *ids, const float *dout,
+                       float *dtok, float *dpos);
 
 /* cuda_xent.cu */
 void sp_cuda_xent_fwd(int rows, int vocab, const float *logits, const int32_t *targets, float *losses);

@@ -55,67 +55,67 @@ static void m_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, c
     CPU(norm_jvp)(kind, rows, dim, U(x), U(gain), U(mean), U(rstd), U(tx), U(ty));
 }
 
-static void m_gelu_fwd(size_t n, const sp_real *x, sp_real *y) { CPU(gelu_fwd)(n, U(x), U(y)); }
-static void m_gelu_bwd(size_t n, const sp_real *x, const sp_real *dy, sp_real *dx)
+static void m_act_fwd(sp_act_kind kind, size_t n, const sp_real *x, sp_real *y) { CPU(act_fwd)(kind, n, U(x), U(y)); }
+static void m_act_bwd(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *dy, sp_real *dx)
 {
-    CPU(gelu_bwd)(n, U(x), U(dy), U(dx));
+    CPU(act_bwd)(kind, n, U(x), U(dy), U(dx));
 }
-static void m_gelu_jvp(size_t n, const sp_real *x, const sp_real *tx, sp_real *ty)
+static void m_act_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, sp_real *ty)
 {
-    CPU(gelu_jvp)(n, U(x), U(tx), U(ty));
+    CPU(act_jvp)(kind, n, U(x), U(tx), U(ty));
 }
-static void m_swiglu_fwd(size_t n, const sp_real *g, const sp_real *u, sp_real *h)
+static void m_glu_fwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, sp_real *h)
 {
-    CPU(swiglu_fwd)(n, U(g), U(u), U(h));
+    CPU(glu_fwd)(kind, n, U(g), U(u), U(h));
 }
-static void m_swiglu_bwd(size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg, sp_real *du)
+static void m_glu_bwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg,
+                      sp_real *du)
 {
-    CPU(swiglu_bwd)(n, U(g), U(u), U(dh), U(dg), U(du));
+    CPU(glu_bwd)(kind, n, U(g), U(u), U(dh), U(dg), U(du));
 }
-static void m_swiglu_jvp(size_t n, const sp_real *g, const sp_real *u, const sp_real *tg, const sp_real *tu,
-                         sp_real *th)
+static void m_glu_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                      const sp_real *tu, sp_real *th)
 {
-    CPU(swiglu_jvp)(n, U(g), U(u), U(tg), U(tu), U(th));
+    CPU(glu_jvp)(kind, n, U(g), U(u), U(tg), U(tu), U(th));
 }
-
-static void m_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, int direction, sp_real *x)
+static void m_softcap_fwd(size_t n, double cap, const sp_real *x, sp_real *y) { CPU(softcap_fwd)(n, cap, U(x), U(y)); }
+static void m_softcap_jvp(size_t n, double cap, const sp_real *y, const sp_real *t, sp_real *out)
 {
-    CPU(rope)(rows, seq_len, n_heads, head_dim, theta, direction, U(x));
-}
-
-static size_t m_attn_saved_elems(int batch, int seq_len, int n_heads)
-{
-    return CPU(attn_saved_elems)(batch, seq_len, n_heads);
-}
-static void m_attn_fwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                       const sp_real *k, const sp_real *v, sp_real *saved, sp_real *out)
-{
-    CPU(attn_fwd)(batch, seq_len, n_heads, n_kv_heads, head_dim, U(q), U(k), U(v), U(saved), U(out));
-}
-static void m_attn_bwd(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                       const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *dout, sp_real *dq,
-                       sp_real *dk, sp_real *dv)
-{
-    CPU(attn_bwd)(batch, seq_len, n_heads, n_kv_heads, head_dim, U(q), U(k), U(v), U(saved), U(dout), U(dq), U(dk),
-                  U(dv));
-}
-static void m_attn_jvp(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                       const sp_real *k, const sp_real *v, const sp_real *saved, const sp_real *tq, const sp_real *tk,
-                       const sp_real *tv, sp_real *tout)
-{
-    CPU(attn_jvp)(batch, seq_len, n_heads, n_kv_heads, head_dim, U(q), U(k), U(v), U(saved), U(tq), U(tk), U(tv),
-                  U(tout));
+    CPU(softcap_jvp)(n, cap, U(y), U(t), U(out));
 }
 
-static void m_embed_fwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
-                        sp_real *out)
+static void m_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq,
+                   int direction, sp_real *x)
 {
-    CPU(embed_fwd)(rows, seq_len, dim, U(ids), U(tok), U(pos), U(out));
+    CPU(rope)(rows, seq_len, n_heads, head_dim, rot_dims, U(inv_freq), direction, U(x));
 }
-static void m_embed_bwd(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *dout, sp_real *dtok,
-                        sp_real *dpos)
+
+static size_t m_attn_saved_elems(const sp_attn_shape *shape) { return CPU(attn_saved_elems)(shape); }
+static void m_attn_fwd(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                       sp_real *saved, sp_real *out)
 {
-    CPU(embed_bwd)(rows, seq_len, dim, U(ids), U(dout), U(dtok), U(dpos));
+    CPU(attn_fwd)(shape, U(q), U(k), U(v), U(saved), U(out));
+}
+static void m_attn_bwd(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                       const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv)
+{
+    CPU(attn_bwd)(shape, U(q), U(k), U(v), U(saved), U(dout), U(dq), U(dk), U(dv));
+}
+static void m_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                       const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout)
+{
+    CPU(attn_jvp)(shape, U(q), U(k), U(v), U(saved), U(tq), U(tk), U(tv), U(tout));
+}
+
+static void m_embed_fwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,
+                        const sp_real *pos, sp_real *out)
+{
+    CPU(embed_fwd)(rows, seq_len, dim, scale, U(ids), U(tok), U(pos), U(out));
+}
+static void m_embed_bwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *dout,
+                        sp_real *dtok, sp_real *dpos)
+{
+    CPU(embed_bwd)(rows, seq_len, dim, scale, U(ids), U(dout), U(dtok), U(dpos));
 }
 
 static void m_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses)
@@ -151,7 +151,7 @@ static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, s
 
 /* The name and every op of kernels/backend.h, all pointer-sized: an op added there changes the
  * size, and this build stops until it is wrapped below. */
-#define MASKED_N_FIELDS 40
+#define MASKED_N_FIELDS 42
 _Static_assert(sizeof(sp_backend) == MASKED_N_FIELDS * sizeof(void (*)(void)),
                "kernels/backend.h changed: wrap the new op in tests/support/masked_backend.c");
 
@@ -176,12 +176,14 @@ static const sp_backend masked = {
     .norm_fwd = m_norm_fwd,
     .norm_bwd = m_norm_bwd,
     .norm_jvp = m_norm_jvp,
-    .gelu_fwd = m_gelu_fwd,
-    .gelu_bwd = m_gelu_bwd,
-    .gelu_jvp = m_gelu_jvp,
-    .swiglu_fwd = m_swiglu_fwd,
-    .swiglu_bwd = m_swiglu_bwd,
-    .swiglu_jvp = m_swiglu_jvp,
+    .act_fwd = m_act_fwd,
+    .act_bwd = m_act_bwd,
+    .act_jvp = m_act_jvp,
+    .glu_fwd = m_glu_fwd,
+    .glu_bwd = m_glu_bwd,
+    .glu_jvp = m_glu_jvp,
+    .softcap_fwd = m_softcap_fwd,
+    .softcap_jvp = m_softcap_jvp,
     .rope = m_rope,
     .attn_saved_elems = m_attn_saved_elems,
     .attn_fwd = m_attn_fwd,

@@ -105,71 +105,92 @@ double opcmp_norm_fwd(const sp_backend *be, sp_norm_kind kind, int rows, int dim
     return err;
 }
 
-double opcmp_gelu_fwd(const sp_backend *be, size_t n, double x_scale, uint64_t seed)
+typedef enum { ELEM_ACT, ELEM_GLU, ELEM_SOFTCAP } elementwise_op;
+
+/* act(x), act(x) * u or cap tanh(x / cap) on the backend against the reference, over n inputs x of
+ * scale x_scale (and unit-scale u). */
+static double opcmp_elementwise(const sp_backend *be, elementwise_op op, sp_act_kind kind, double cap, size_t n,
+                                double x_scale, uint64_t seed)
 {
     sp_rng rng;
     sp_rng_seed(&rng, seed);
-    sp_real *x = vec_random(&rng, n, x_scale), *y = vec_zeros(n);
+    sp_real *x = vec_random(&rng, n, x_scale), *u = vec_random(&rng, n, 1), *y = vec_zeros(n);
     for (size_t i = 0; i < n; i++)
-        y[i] = (sp_real)ref_gelu(x[i]);
-    sp_real *dx = real_to_backend(be, x, n), *dy = poisoned_output(be, n);
-    be->gelu_fwd(n, dx, dy);
+        y[i] = (sp_real)(op == ELEM_SOFTCAP ? ref_softcap(cap, x[i]) : ref_act(kind, x[i]) * (op == ELEM_GLU ? u[i] : 1));
+    sp_real *dx = real_to_backend(be, x, n), *du = real_to_backend(be, u, n), *dy = poisoned_output(be, n);
+    switch (op) {
+    case ELEM_ACT: be->act_fwd(kind, n, dx, dy); break;
+    case ELEM_GLU: be->glu_fwd(kind, n, dx, du, dy); break;
+    case ELEM_SOFTCAP: be->softcap_fwd(n, cap, dx, dy); break;
+    }
     double err = take_and_compare(be, dy, y, n);
     be->free(dx);
+    be->free(du);
     free(x);
+    free(u);
     free(y);
     return err;
 }
 
-double opcmp_swiglu_fwd(const sp_backend *be, size_t n, double g_scale, uint64_t seed)
+double opcmp_act_fwd(const sp_backend *be, sp_act_kind kind, size_t n, double x_scale, uint64_t seed)
 {
-    sp_rng rng;
-    sp_rng_seed(&rng, seed);
-    sp_real *g = vec_random(&rng, n, g_scale), *u = vec_random(&rng, n, 1), *h = vec_zeros(n);
-    for (size_t i = 0; i < n; i++)
-        h[i] = (sp_real)ref_swiglu(g[i], u[i]);
-    sp_real *dg = real_to_backend(be, g, n), *du = real_to_backend(be, u, n), *dh = poisoned_output(be, n);
-    be->swiglu_fwd(n, dg, du, dh);
-    double err = take_and_compare(be, dh, h, n);
-    be->free(dg);
-    be->free(du);
-    free(g);
-    free(u);
-    free(h);
+    return opcmp_elementwise(be, ELEM_ACT, kind, 0, n, x_scale, seed);
+}
+
+double opcmp_glu_fwd(const sp_backend *be, sp_act_kind kind, size_t n, double g_scale, uint64_t seed)
+{
+    return opcmp_elementwise(be, ELEM_GLU, kind, 0, n, g_scale, seed);
+}
+
+double opcmp_softcap_fwd(const sp_backend *be, size_t n, double cap, double x_scale, uint64_t seed)
+{
+    return opcmp_elementwise(be, ELEM_SOFTCAP, SP_ACT_SILU, cap, n, x_scale, seed);
+}
+
+double opcmp_elementwise_all(const sp_backend *be, size_t n, uint64_t seed)
+{
+    double err = opcmp_softcap_fwd(be, n, 2.0, 3.0, seed);
+    for (int kind = SP_ACT_GELU_TANH; kind <= SP_ACT_SILU; kind++)
+        err = fmax(err, fmax(opcmp_act_fwd(be, kind, n, 3.0, seed + 1), opcmp_glu_fwd(be, kind, n, 3.0, seed + 2)));
     return err;
 }
 
-double opcmp_rope(const sp_backend *be, int batch, int seq_len, int n_heads, int head_dim, double theta,
-                  uint64_t seed)
+double opcmp_rope(const sp_backend *be, int batch, int seq_len, int n_heads, int head_dim, int rot_dims,
+                  double theta, uint64_t seed)
 {
     sp_rng rng;
     sp_rng_seed(&rng, seed);
     int rows = batch * seq_len;
     size_t n = (size_t)rows * n_heads * head_dim;
+    double inv_freq[64];
+    for (int i = 0; i < rot_dims / 2; i++)
+        inv_freq[i] = pow(theta, -2.0 * i / rot_dims);
+    double *dfreq = to_backend(be, inv_freq, (size_t)(rot_dims / 2), sizeof *inv_freq);
     sp_real *x = vec_random(&rng, n, 1), *dx = real_to_backend(be, x, n);
-    ref_rope(rows, seq_len, n_heads, head_dim, theta, x);
-    be->rope(rows, seq_len, n_heads, head_dim, theta, 1, dx);
+    ref_rope(rows, seq_len, n_heads, head_dim, rot_dims, inv_freq, x);
+    be->rope(rows, seq_len, n_heads, head_dim, rot_dims, dfreq, 1, dx);
     double err = take_and_compare(be, dx, x, n);
+    be->free(dfreq);
     free(x);
     return err;
 }
 
-double opcmp_attention_fwd(const sp_backend *be, int batch, int seq_len, int n_heads, int n_kv_heads,
-                           int head_dim, uint64_t seed)
+double opcmp_attention_fwd(const sp_backend *be, const sp_attn_shape *shape, uint64_t seed)
 {
     sp_rng rng;
     sp_rng_seed(&rng, seed);
-    size_t nq = (size_t)batch * seq_len * n_heads * head_dim, nkv = (size_t)batch * seq_len * n_kv_heads * head_dim;
-    size_t np = (size_t)batch * n_heads * seq_len * seq_len;
+    const size_t rows = (size_t)shape->batch * shape->seq_len;
+    size_t nq = rows * shape->n_heads * shape->head_dim, nkv = rows * shape->n_kv_heads * shape->head_dim;
+    size_t np = (size_t)shape->batch * shape->n_heads * shape->seq_len * shape->seq_len;
     /* q at twice the scale of k makes sharper softmax rows */
     sp_real *q = vec_random(&rng, nq, 2), *k = vec_random(&rng, nkv, 1), *v = vec_random(&rng, nkv, 1);
     sp_real *out = vec_zeros(nq), *probs = vec_zeros(np);
-    ref_attention(batch, seq_len, n_heads, n_kv_heads, head_dim, q, k, v, out, probs);
+    ref_attention(shape, q, k, v, out, probs);
     sp_real *dq = real_to_backend(be, q, nq), *dk = real_to_backend(be, k, nkv), *dv = real_to_backend(be, v, nkv);
     sp_real *dout = poisoned_output(be, nq);
-    size_t n_saved = be->attn_saved_elems(batch, seq_len, n_heads);
+    size_t n_saved = be->attn_saved_elems(shape);
     sp_real *saved = poisoned_output(be, n_saved);
-    be->attn_fwd(batch, seq_len, n_heads, n_kv_heads, head_dim, dq, dk, dv, saved, dout);
+    be->attn_fwd(shape, dq, dk, dv, saved, dout);
     double err = take_and_compare(be, dout, out, nq);
     if (n_saved == np)
         err = fmax(err, take_and_compare(be, saved, probs, np));
@@ -187,7 +208,7 @@ double opcmp_attention_fwd(const sp_backend *be, int batch, int seq_len, int n_h
     return err;
 }
 
-double opcmp_embed_fwd(const sp_backend *be, int batch, int seq_len, int dim, int vocab, int with_pos,
+double opcmp_embed_fwd(const sp_backend *be, int batch, int seq_len, int dim, int vocab, int with_pos, double scale,
                        uint64_t seed)
 {
     sp_rng rng;
@@ -201,12 +222,12 @@ double opcmp_embed_fwd(const sp_backend *be, int batch, int seq_len, int dim, in
         ids[r] = (int32_t)sp_rng_below(&rng, (uint64_t)vocab);
     sp_real *tok = vec_random(&rng, (size_t)vocab * dim, 1), *pos = vec_random(&rng, (size_t)seq_len * dim, 1);
     sp_real *out = vec_zeros(n);
-    ref_embed(rows, seq_len, dim, ids, tok, with_pos ? pos : NULL, out);
+    ref_embed(rows, seq_len, dim, scale, ids, tok, with_pos ? pos : NULL, out);
     int32_t *dids = to_backend(be, ids, rows, sizeof *ids);
     sp_real *dtok = real_to_backend(be, tok, (size_t)vocab * dim);
     sp_real *dpos = with_pos ? real_to_backend(be, pos, (size_t)seq_len * dim) : NULL;
     sp_real *dout = poisoned_output(be, n);
-    be->embed_fwd(rows, seq_len, dim, dids, dtok, dpos, dout);
+    be->embed_fwd(rows, seq_len, dim, (sp_real)scale, dids, dtok, dpos, dout);
     double err = take_and_compare(be, dout, out, n);
     be->free(dids);
     be->free(dtok);

@@ -60,22 +60,26 @@ void ref_norm(sp_norm_kind kind, int rows, int dim, double eps, const sp_real *x
     }
 }
 
-double ref_gelu(double x)
+double ref_act(sp_act_kind kind, double x)
 {
     const double pi = acos(-1.0);
-    double inner = sqrt(2.0 / pi) * (x + 0.044715 * pow(x, 3));
-    return 0.5 * x * (1.0 + tanh(inner));
+    switch (kind) {
+    case SP_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / pi) * (x + 0.044715 * pow(x, 3))));
+    case SP_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case SP_ACT_SILU: return x / (1.0 + exp(-x));
+    }
+    return NAN;
 }
 
-double ref_swiglu(double g, double u) { return g / (1.0 + exp(-g)) * u; }
+double ref_softcap(double cap, double x) { return cap * tanh(x / cap); }
 
-void ref_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, sp_real *x)
+void ref_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq, sp_real *x)
 {
     int width = n_heads * head_dim;
     for (int r = 0; r < rows; r++)
         for (int h = 0; h < n_heads; h++)
-            for (int d = 0; d + 1 < head_dim; d += 2) {
-                double angle = (r % seq_len) / pow(theta, (double)d / head_dim);
+            for (int d = 0; d + 1 < rot_dims; d += 2) {
+                double angle = (r % seq_len) * inv_freq[d / 2];
                 sp_real *p = x + (size_t)r * width + (size_t)h * head_dim + d;
                 /* multiply the complex number p[0] + i p[1] by e^{i angle} */
                 double re = p[0] * cos(angle) - p[1] * sin(angle);
@@ -85,24 +89,29 @@ void ref_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, sp
             }
 }
 
-void ref_attention(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                   const sp_real *k, const sp_real *v, sp_real *out, sp_real *probs)
+void ref_attention(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v, sp_real *out,
+                   sp_real *probs)
 {
-    int qw = n_heads * head_dim, kw = n_kv_heads * head_dim;
+    const int seq_len = shape->seq_len, n_heads = shape->n_heads, head_dim = shape->head_dim;
+    int qw = n_heads * head_dim, kw = shape->n_kv_heads * head_dim;
     double *score = ref_alloc((size_t)seq_len * seq_len);
-    for (int b = 0; b < batch; b++)
+    for (int b = 0; b < shape->batch; b++)
         for (int h = 0; h < n_heads; h++) {
-            int g = h * n_kv_heads / n_heads; /* heads grouped in consecutive blocks */
+            int g = h * shape->n_kv_heads / n_heads; /* heads grouped in consecutive blocks */
             const sp_real *qb = q + (size_t)b * seq_len * qw + (size_t)h * head_dim;
             const sp_real *kb = k + (size_t)b * seq_len * kw + (size_t)g * head_dim;
             const sp_real *vb = v + (size_t)b * seq_len * kw + (size_t)g * head_dim;
-            /* full score matrix with the causal mask as -inf, then a row softmax */
+            /* full score matrix with the causal (and window) mask as -inf, then a row softmax */
             for (int i = 0; i < seq_len; i++)
                 for (int j = 0; j < seq_len; j++) {
                     double s = 0;
                     for (int d = 0; d < head_dim; d++)
                         s += (double)qb[(size_t)i * qw + d] * kb[(size_t)j * kw + d];
-                    score[(size_t)i * seq_len + j] = j <= i ? s / sqrt((double)head_dim) : -INFINITY;
+                    s *= shape->scale;
+                    if (shape->softcap > 0)
+                        s = ref_softcap(shape->softcap, s);
+                    const int visible = j <= i && (shape->window == 0 || i - j < shape->window);
+                    score[(size_t)i * seq_len + j] = visible ? s : -INFINITY;
                 }
             for (int i = 0; i < seq_len; i++) {
                 double *row = score + (size_t)i * seq_len, mx = row[0], z = 0;
@@ -126,15 +135,15 @@ void ref_attention(int batch, int seq_len, int n_heads, int n_kv_heads, int head
     free(score);
 }
 
-void ref_embed(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
-               sp_real *out)
+void ref_embed(int rows, int seq_len, int dim, double scale, const int32_t *ids, const sp_real *tok,
+               const sp_real *pos, sp_real *out)
 {
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < dim; j++) {
             double e = tok[(size_t)ids[r] * dim + j];
             if (pos)
                 e += pos[(size_t)(r % seq_len) * dim + j];
-            out[(size_t)r * dim + j] = (sp_real)e;
+            out[(size_t)r * dim + j] = (sp_real)(scale * e);
         }
 }
 

@@ -4,7 +4,7 @@
 #ifndef SP_TEST_REF_OPS_H
 #define SP_TEST_REF_OPS_H
 
-#include "core/config.h"
+#include "kernels/backend.h"
 
 /* C = alpha op(A) op(B) + beta C, row-major, op = transpose when trans_* = 1. */
 void ref_gemm(int trans_a, int trans_b, int m, int n, int k, double alpha, const sp_real *a, int lda,
@@ -12,17 +12,20 @@ void ref_gemm(int trans_a, int trans_b, int m, int n, int k, double alpha, const
 /* LayerNorm (bias may be NULL) or RMSNorm (bias ignored) of each row; mean/rstd may be NULL. */
 void ref_norm(sp_norm_kind kind, int rows, int dim, double eps, const sp_real *x, const sp_real *gain,
               const sp_real *bias, sp_real *y, sp_real *mean, sp_real *rstd);
-double ref_gelu(double x);
-double ref_swiglu(double g, double u);
-/* Rotates x [rows, n_heads*head_dim] in place, pair (2i, 2i+1) of each head by
- * (row % seq_len) / theta^(2i/head_dim) radians. */
-void ref_rope(int rows, int seq_len, int n_heads, int head_dim, double theta, sp_real *x);
-/* Causal GQA attention; probs [batch, n_heads, seq_len, seq_len] may be NULL. */
-void ref_attention(int batch, int seq_len, int n_heads, int n_kv_heads, int head_dim, const sp_real *q,
-                   const sp_real *k, const sp_real *v, sp_real *out, sp_real *probs);
-/* out[r] = tok[ids[r]] + (pos ? pos[r % seq_len] : 0) */
-void ref_embed(int rows, int seq_len, int dim, const int32_t *ids, const sp_real *tok, const sp_real *pos,
-               sp_real *out);
+/* act(x): GELU (tanh approximation or erf) or SiLU, from their textbook formulas. */
+double ref_act(sp_act_kind kind, double x);
+/* cap tanh(x / cap) */
+double ref_softcap(double cap, double x);
+/* Rotates x [rows, n_heads*head_dim] in place, pair (2i, 2i+1) < rot_dims of each head by
+ * (row % seq_len) inv_freq[i] radians (host table). */
+void ref_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq, sp_real *x);
+/* Causal GQA attention with the shape's scale, soft-cap and window (masked scores as -inf before
+ * the softmax); probs [batch, n_heads, seq_len, seq_len] may be NULL. */
+void ref_attention(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v, sp_real *out,
+                   sp_real *probs);
+/* out[r] = scale (tok[ids[r]] + (pos ? pos[r % seq_len] : 0)) */
+void ref_embed(int rows, int seq_len, int dim, double scale, const int32_t *ids, const sp_real *tok,
+               const sp_real *pos, sp_real *out);
 /* losses[r] = -log_softmax(logits[r])[targets[r]], 0 where targets[r] < 0. */
 void ref_xent(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);
 
