@@ -26,7 +26,7 @@ static void projections(sp_model *m, int l, const sp_attn_state *st, projection 
     const sp_config *cfg = &m->cfg;
     const sp_block_params *b = &m->blocks[l];
     const int rows = m->rows, qd = sp_config_q_dim(cfg), kv = sp_config_kv_dim(cfg), hd = sp_config_head_dim(cfg);
-    const int per_head = b->attn_norm == SP_ATTN_QKV_HEADNORM || b->attn_norm == SP_ATTN_QK_HEADNORM;
+    const int per_head = sp_attn_norm_per_head(b->attn_norm);
     const int rope = cfg->pos == SP_POS_ROPE;
     const sp_scratch *sc = &m->scratch;
     const int heads[3] = {cfg->n_heads, cfg->n_kv_heads, cfg->n_kv_heads};

@@ -6,8 +6,8 @@
 
 #include "model/recipe.h"
 
-const char *const sp_role_names[] = {"tok_embed", "pos_embed", "wq",   "wk",          "wv", "wo", "w1", "w2",
-                                     "w3",        "norm_gain", "norm_bias", "head", "linear_bias", NULL};
+const char *const sp_role_names[] = {"tok_embed", "pos_embed", "wq",   "wk",          "wv", "wo", "w1", "w2", "w3",
+                                     "norm_gain", "norm_bias", "head", "linear_bias", NULL};
 
 typedef struct {
     sp_param_spec *specs;
@@ -62,12 +62,10 @@ static void add_attn_norms(layout *lay, const sp_config *cfg, int l, sp_attn_nor
 {
     const char *qkv[] = {"q_norm", "k_norm", "v_norm"};
     const int64_t hd = sp_config_head_dim(cfg), full[3] = {sp_config_q_dim(cfg), sp_config_kv_dim(cfg), 0};
-    const int per_head = kind == SP_ATTN_QKV_HEADNORM || kind == SP_ATTN_QK_HEADNORM;
-    const int n = kind == SP_ATTN_PLAIN ? 0 : kind == SP_ATTN_QKV_HEADNORM ? 3 : 2;
     char name[SP_PARAM_NAME_MAX];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < sp_attn_norm_count(kind); i++) {
         snprintf(name, sizeof name, "blocks/%d/attn/%s", l, qkv[i]);
-        add_norm(lay, cfg, l, name, per_head ? hd : full[i]);
+        add_norm(lay, cfg, l, name, sp_attn_norm_per_head(kind) ? hd : full[i]);
     }
 }
 

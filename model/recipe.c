@@ -145,4 +145,11 @@ sp_attn_norm sp_recipe_attn_norm(const sp_config *cfg, const sp_recipe *r)
     return SP_ATTN_PLAIN;
 }
 
+int sp_attn_norm_count(sp_attn_norm kind)
+{
+    return kind == SP_ATTN_PLAIN ? 0 : kind == SP_ATTN_QKV_HEADNORM ? 3 : 2;
+}
+
+int sp_attn_norm_per_head(sp_attn_norm kind) { return kind == SP_ATTN_QKV_HEADNORM || kind == SP_ATTN_QK_HEADNORM; }
+
 int sp_config_ffn_gated(const sp_config *cfg) { return cfg->ffn == SP_FFN_SWIGLU || cfg->ffn == SP_FFN_GEGLU; }

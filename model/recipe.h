@@ -74,6 +74,10 @@ int sp_config_has_slot(const sp_config *cfg, const char *name);
 int sp_config_n_streams(const sp_config *cfg);
 /* The attention norm a block of recipe r runs: the recipe's own, else the one cfg->qk_norm asks for. */
 sp_attn_norm sp_recipe_attn_norm(const sp_config *cfg, const sp_recipe *r);
+/* How many of q, k, v (in that order) an attention norm normalizes, and whether per head over
+ * head_dim (else over the whole projection). */
+int sp_attn_norm_count(sp_attn_norm kind);
+int sp_attn_norm_per_head(sp_attn_norm kind);
 /* Is the FFN gated (SwiGLU, GEGLU: h = act(x W1^T) * (x W3^T)), so that it has W3? */
 int sp_config_ffn_gated(const sp_config *cfg);
 

@@ -30,13 +30,6 @@ static void layout_norm(arena *a, const sp_config *cfg, size_t rows, sp_norm_sta
     st->rstd = arena_take(a, rows);
 }
 
-/* How block l's attention normalizes its projections: how many (q, k, and v for hybrid) and whether
- * per head. */
-static int n_normed_projections(sp_attn_norm kind)
-{
-    return kind == SP_ATTN_PLAIN ? 0 : kind == SP_ATTN_QKV_HEADNORM ? 3 : 2;
-}
-
 /* One block's own buffers: slots from first_own on (the inputs before it are aliases), saved state. */
 static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st, int first_own)
 {
@@ -55,11 +48,11 @@ static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st,
     *at = (sp_attn_state){0};
     const size_t dims[3] = {qd, kv, kv}, heads[3] = {(size_t)cfg->n_heads, (size_t)cfg->n_kv_heads,
                                                     (size_t)cfg->n_kv_heads};
-    const int per_head = attn_norm == SP_ATTN_QKV_HEADNORM || attn_norm == SP_ATTN_QK_HEADNORM;
+    const int per_head = sp_attn_norm_per_head(attn_norm);
     sp_real **post[3] = {&at->q, &at->k, &at->v}, **pre[3] = {&at->q_pre, &at->k_pre, &at->v_pre};
     for (int i = 0; i < 3; i++)
         *post[i] = arena_take(a, rows * dims[i]);
-    for (int i = 0; i < n_normed_projections(attn_norm); i++) {
+    for (int i = 0; i < sp_attn_norm_count(attn_norm); i++) {
         *pre[i] = arena_take(a, rows * dims[i]);
         layout_norm(a, cfg, per_head ? rows * heads[i] : rows, &at->qkv_norm[i]);
     }

@@ -54,20 +54,25 @@ typedef struct {
     int L, S, d, n; /* n = S T d */
 } fixture;
 
-static void setup(fixture *f, int variant, int norm, int ffn, int pos, double jitter, uint64_t seed)
+static void setup_config(fixture *f, const sp_config *cfg, double jitter, uint64_t seed)
 {
-    sp_config cfg;
-    fixture_tiny_config(&cfg, variant, norm, ffn, pos);
-    f->m = fixture_model(&cfg, seed, jitter);
-    f->L = cfg.n_layers;
-    f->S = sp_config_n_streams(&cfg);
-    f->d = cfg.d_model;
+    f->m = fixture_model(cfg, seed, jitter);
+    f->L = cfg->n_layers;
+    f->S = sp_config_n_streams(cfg);
+    f->d = cfg->d_model;
     f->n = f->S * T * f->d;
     an_run_setup(&f->r, f->m, N_SEQS, T, N_SEQS, seed + 1);
     f->r.opts.topk = TOPK;
     f->r.opts.jac_tokens = JAC_TOKENS;
     f->r.opts.power_iters = 5000;
     f->r.opts.power_tol = 1e-13;
+}
+
+static void setup(fixture *f, int variant, int norm, int ffn, int pos, double jitter, uint64_t seed)
+{
+    sp_config cfg;
+    fixture_tiny_config(&cfg, variant, norm, ffn, pos);
+    setup_config(f, &cfg, jitter, seed);
 }
 
 static void teardown(fixture *f)
@@ -459,10 +464,15 @@ static double slot_scale(sp_model *m, int l, const char *slot, int layernorm, in
     return sqrt(acc);
 }
 
-static void check_theory(int variant, int norm, int ffn)
+/* head_dim 0: d_model / n_heads; else W_O and the expanded W_V are q_dim = n_heads head_dim wide */
+static void check_theory(int variant, int norm, int ffn, int head_dim)
 {
     fixture f;
-    setup(&f, variant, norm, ffn, SP_POS_LEARNED, 0.3, 30 + (uint64_t)variant);
+    sp_config cfg0;
+    fixture_tiny_config(&cfg0, variant, norm, ffn, SP_POS_LEARNED);
+    cfg0.head_dim = head_dim;
+    assert_int_equal(sp_config_validate(&cfg0, "theory"), SP_OK);
+    setup_config(&f, &cfg0, 0.3, 30 + (uint64_t)variant);
     f.r.opts.power_tol = 1e-4;
     f.r.opts.topk = 1;
     f.r.opts.jac_tokens = 1;
@@ -472,6 +482,7 @@ static void check_theory(int variant, int norm, int ffn)
     sp_report_array wov = an_run_array(&f.r, "jacobian", "attn_wo_wv_norm"), bound = an_run_array(&f.r, "jacobian", "bound");
     const sp_config *cfg = sp_model_config(f.m);
     const int d = cfg->d_model, dff = cfg->d_ff, hd = sp_config_head_dim(cfg), group = cfg->n_heads / cfg->n_kv_heads;
+    const int qd = sp_config_q_dim(cfg);
     assert_int_equal(sp_model_forward(f.m, f.r.tokens, NULL, 1, T, NULL), SP_OK);
     int n_bounds = 0;
     for (int l = 0; l < f.L; l++) {
@@ -484,10 +495,10 @@ static void check_theory(int variant, int norm, int ffn)
             assert_below(rel(sz.data[l], want_z), 1e-12, "sigma_z %d", l);
 
         sp_real *w1 = param(f.m, l, "ffn/w1"), *w2 = param(f.m, l, "ffn/w2"), *wo = param(f.m, l, "attn/wo");
-        sp_real *wv = param(f.m, l, "attn/wv"), *wv_full = vec_zeros((size_t)d * d);
-        for (int row = 0; row < d; row++) /* query head row / hd reads kv head (row / hd) / group */
+        sp_real *wv = param(f.m, l, "attn/wv"), *wv_full = vec_zeros((size_t)qd * d);
+        for (int row = 0; row < qd; row++) /* query head row / hd reads kv head (row / hd) / group */
             memcpy(wv_full + row * d, wv + (((row / hd) / group) * hd + row % hd) * d, (size_t)d * sizeof *wv);
-        double n21 = product_norm(d, dff, d, w2, w1), nov = product_norm(d, d, d, wo, wv_full);
+        double n21 = product_norm(d, dff, d, w2, w1), nov = product_norm(d, qd, d, wo, wv_full);
         assert_below(rel(w21.data[l], n21), 1e-12, "||W2 W1|| %d", l);
         assert_below(rel(wov.data[l], nov), 1e-12, "||W_O W_V|| %d", l);
         if (ffn == SP_FFN_SWIGLU) {
@@ -520,10 +531,12 @@ static void check_theory(int variant, int norm, int ffn)
 static void test_theory_terms(void **state)
 {
     (void)state;
-    check_theory(SP_VARIANT_SPAN, SP_NORM_LAYERNORM, SP_FFN_GELU);
-    check_theory(SP_VARIANT_POST, SP_NORM_RMSNORM, SP_FFN_SWIGLU);
-    check_theory(SP_VARIANT_MIXLN, SP_NORM_LAYERNORM, SP_FFN_GELU);
-    check_theory(SP_VARIANT_PRE, SP_NORM_LAYERNORM, SP_FFN_SWIGLU);
+    check_theory(SP_VARIANT_SPAN, SP_NORM_LAYERNORM, SP_FFN_GELU, 0);
+    check_theory(SP_VARIANT_POST, SP_NORM_RMSNORM, SP_FFN_SWIGLU, 0);
+    check_theory(SP_VARIANT_MIXLN, SP_NORM_LAYERNORM, SP_FFN_GELU, 0);
+    check_theory(SP_VARIANT_PRE, SP_NORM_LAYERNORM, SP_FFN_SWIGLU, 0);
+    check_theory(SP_VARIANT_SPAN, SP_NORM_RMSNORM, SP_FFN_SWIGLU, 6); /* W_O [8, 12]: q wider than d_model */
+    check_theory(SP_VARIANT_POST, SP_NORM_LAYERNORM, SP_FFN_GELU, 3);  /* W_O [8, 6]: narrower */
 }
 
 int main(void)

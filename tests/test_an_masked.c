@@ -8,7 +8,8 @@
  *   (every parameter gradient, the embedding gradient), each block's JVP, VJP and apply, an AdamW
  *   step with accumulation and clipping (train/optimizer.h), checkpoints with the optimizer state
  *   written on one backend and loaded on the other, and the forward and backward passes again with a
- *   block skipped;
+ *   block skipped; the same for every tiny pretrained config (biases, q/k norms, RoPE tables,
+ *   soft-caps, windows, embedding scale);
  * - `analyze` (every analyzer, through sp_analyze_run with the backend injected) on a checkpoint of
  *   every variant, under options that take the other code paths (centering, last token, debiased
  *   CKA, full singular values, a memory budget that cuts the batch), and on an activation dump:
@@ -269,6 +270,29 @@ static void expect_same_optimizer_step(twin *t)
     free(grads);
 }
 
+/* Every model pass of cfg on the CPU and on its masked twin, then again with block 1 skipped. */
+static void check_passes(const sp_config *cfg, uint64_t seed, uint64_t token_seed, const char *what)
+{
+    twin t;
+    twin_create(&t, cfg, seed, what);
+    sp_rng rng;
+    sp_rng_seed(&rng, token_seed);
+    int32_t tokens[BATCH * SEQ], targets[BATCH * SEQ];
+    fixture_tokens(&rng, BATCH * SEQ, cfg->vocab_size, tokens);
+    fixture_tokens(&rng, BATCH * SEQ, cfg->vocab_size, targets);
+    targets[3] = -1; /* an ignored target */
+    expect_same_forward(&t, tokens, targets);
+    expect_same_backward(&t);
+    expect_same_block_maps(&t, &rng);
+    expect_same_optimizer_step(&t);
+    /* a skipped block (pruning probes) on both */
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(sp_model_set_block_skip(t.m[k], 1, 1), SP_OK);
+    expect_same_forward(&t, tokens, targets);
+    expect_same_backward(&t);
+    twin_free(&t);
+}
+
 static void test_model_passes(void **state)
 {
     const int variant = (int)(intptr_t)*state;
@@ -281,24 +305,19 @@ static void test_model_passes(void **state)
         char what[96];
         snprintf(what, sizeof what, "%s/%s/%s/%s", sp_variant_names[variant], sp_norm_names[combos[c][0]],
                  sp_ffn_names[combos[c][1]], sp_pos_names[combos[c][2]]);
-        twin t;
-        twin_create(&t, &cfg, 31u + (uint64_t)(variant * 2 + c), what);
-        sp_rng rng;
-        sp_rng_seed(&rng, 7u + (uint64_t)c);
-        int32_t tokens[BATCH * SEQ], targets[BATCH * SEQ];
-        fixture_tokens(&rng, BATCH * SEQ, cfg.vocab_size, tokens);
-        fixture_tokens(&rng, BATCH * SEQ, cfg.vocab_size, targets);
-        targets[3] = -1; /* an ignored target */
-        expect_same_forward(&t, tokens, targets);
-        expect_same_backward(&t);
-        expect_same_block_maps(&t, &rng);
-        expect_same_optimizer_step(&t);
-        /* a skipped block (pruning probes) on both */
-        for (int k = 0; k < 2; k++)
-            assert_int_equal(sp_model_set_block_skip(t.m[k], 1, 1), SP_OK);
-        expect_same_forward(&t, tokens, targets);
-        expect_same_backward(&t);
-        twin_free(&t);
+        check_passes(&cfg, 31u + (uint64_t)(variant * 2 + c), 7u + (uint64_t)c, what);
+    }
+}
+
+/* The options of pretrained architectures (biases, RoPE tables in backend memory, windows,
+ * soft-caps, ...) through the masked backend too. */
+static void test_pretrained_passes(void **state)
+{
+    (void)state;
+    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
+        sp_config cfg;
+        const char *name = fixture_pretrained_config(i, &cfg);
+        check_passes(&cfg, 61u + (uint64_t)i, 9u + (uint64_t)i, name);
     }
 }
 
@@ -595,12 +614,13 @@ static void test_analyze_dump(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS + 7];
+    struct CMUnitTest tests[SP_N_VARIANTS + 8];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_table_masks_and_wraps_every_op);
     for (int v = 0; v < SP_N_VARIANTS; v++)
         tests[n++] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = test_model_passes,
                                          .initial_state = (void *)(intptr_t)v};
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pretrained_passes);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_analyze_pre);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_analyze_span);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_analyze_siamese);

@@ -75,11 +75,14 @@ static double *random_orthogonal(int n, sp_rng *rng)
     return q;
 }
 
-static void test_orthogonal(void **state)
+/* Every matrix (and every head's row slice) with orthonormal rows or columns: kappa 1, spectral norm
+ * 1, stable rank min(m, n). head_dim 0: d_model / n_heads; 3: W_Q [6, 8], W_O [8, 6]. */
+static void check_orthogonal(int head_dim)
 {
-    (void)state;
     sp_config cfg;
     fixture_tiny_config(&cfg, SP_VARIANT_SPAN, SP_NORM_LAYERNORM, SP_FFN_SWIGLU, SP_POS_LEARNED);
+    cfg.head_dim = head_dim;
+    assert_int_equal(sp_config_validate(&cfg, "orthogonal"), SP_OK);
     sp_model *m = fixture_model(&cfg, 1, 0);
     sp_rng rng;
     sp_rng_seed(&rng, 2);
@@ -117,6 +120,13 @@ static void test_orthogonal(void **state)
     free(t);
     an_run_free(&r);
     sp_model_free(m);
+}
+
+static void test_orthogonal(void **state)
+{
+    (void)state;
+    check_orthogonal(0);
+    check_orthogonal(3);
 }
 
 static int cmp_desc(const void *x, const void *y)

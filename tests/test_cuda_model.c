@@ -2,7 +2,8 @@
  * greedy generation of the real stories260K, 50 training steps on both devices, and a GPU run resumed
  * from a checkpoint (bit identity on one device). Tolerances (fp32; SPANPROBE_TF32=1 loosens them,
  * its products round operands to 10 bits):
- *   gradients: ||g_gpu - g_cpu|| / ||g_cpu|| over the whole parameter vector, and the same error of
+ *   gradients (a few variants, and every tiny pretrained config of tests/support/model_fixture.h):
+ *              ||g_gpu - g_cpu|| / ||g_cpu|| over the whole parameter vector, and the same error of
  *              each tensor divided by the whole vector's norm: <= 1e-4 (TF32: 2e-2); loss rel 1e-5;
  *   training:  |loss_gpu - loss_cpu| <= 2e-3 * loss_cpu at each of 50 steps (TF32: 5e-2).
  * Without a visible GPU every test is skipped with "skipped: no CUDA GPU". */
@@ -54,11 +55,11 @@ static double norm_diff(size_t n, const double *a, const double *b)
     return sqrt(s);
 }
 
-static void check_grads(int variant, int norm, int ffn, int pos)
+/* The gradients of cfg's tiny model on both devices; what names it in messages. */
+static void check_config_grads(const sp_config *config, const char *what)
 {
     const sp_backend *gpu = gpu_require();
-    sp_config cfg;
-    fixture_tiny_config(&cfg, variant, norm, ffn, pos);
+    const sp_config cfg = *config;
     sp_model *cpu_m = fixture_model(&cfg, 11, 0.2), *gpu_m = NULL;
     assert_int_equal(sp_model_create(&cfg, gpu, &gpu_m), SP_OK);
     for (int i = 0; i < sp_model_n_params(cpu_m); i++) { /* the same weights: host copies across */
@@ -87,16 +88,16 @@ static void check_grads(int variant, int norm, int ffn, int pos)
     const double g_norm = norm_diff(n, g_cpu, NULL);
     assert_true(g_norm > 0);
     if (fabs(loss_gpu - loss_cpu) > 1e-5 * loss_cpu)
-        fail_msg("%s: loss %.9g on the GPU vs %.9g on the CPU", sp_variant_names[cfg.variant], loss_gpu, loss_cpu);
+        fail_msg("%s: loss %.9g on the GPU vs %.9g on the CPU", what, loss_gpu, loss_cpu);
     double whole = norm_diff(n, g_gpu, g_cpu) / g_norm;
     if (whole > tol)
-        fail_msg("%s: ||g_gpu - g_cpu|| / ||g_cpu|| = %.3g (tolerance %.0e)", sp_variant_names[cfg.variant], whole, tol);
+        fail_msg("%s: ||g_gpu - g_cpu|| / ||g_cpu|| = %.3g (tolerance %.0e)", what, whole, tol);
     size_t offset = 0;
     for (int i = 0; i < sp_model_n_params(cpu_m); i++) {
         size_t numel = sp_param_numel(sp_model_param_spec(cpu_m, i));
         double err = norm_diff(numel, g_gpu + offset, g_cpu + offset) / g_norm;
         if (err > tol)
-            fail_msg("%s: gradient of %s: error %.3g of ||g_cpu|| (tolerance %.0e)", sp_variant_names[cfg.variant],
+            fail_msg("%s: gradient of %s: error %.3g of ||g_cpu|| (tolerance %.0e)", what,
                      sp_model_param_spec(cpu_m, i)->name, err, tol);
         offset += numel;
     }
@@ -104,6 +105,24 @@ static void check_grads(int variant, int norm, int ffn, int pos)
     free(g_gpu);
     sp_model_free(cpu_m);
     sp_model_free(gpu_m);
+}
+
+static void check_grads(int variant, int norm, int ffn, int pos)
+{
+    sp_config cfg;
+    fixture_tiny_config(&cfg, variant, norm, ffn, pos);
+    check_config_grads(&cfg, sp_variant_names[variant]);
+}
+
+/* Every tiny pretrained config (biases, q/k norms, RoPE tables, soft-caps, windows, GEGLU, ...). */
+static void test_grads_pretrained(void **state)
+{
+    (void)state;
+    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
+        sp_config cfg;
+        const char *name = fixture_pretrained_config(i, &cfg);
+        check_config_grads(&cfg, name);
+    }
 }
 
 static void test_grads_pre(void **state)
@@ -266,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grads_pre),          cmocka_unit_test(test_grads_span_rmsnorm_swiglu_rope),
         cmocka_unit_test(test_grads_peri),         cmocka_unit_test(test_grads_hybrid_rope),
+        cmocka_unit_test(test_grads_pretrained),
         cmocka_unit_test(test_grads_siamese),      cmocka_unit_test(test_stories260k_greedy_gpu),
         cmocka_unit_test(test_train_curves_agree), cmocka_unit_test(test_gpu_resume_is_bit_identical),
     };
