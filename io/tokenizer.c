@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "io/file_read.h"
+#include "io/hf_tokenizer.h"
 #include "io/le.h"
 
 #define LLAMA2C_BOS 1
@@ -35,6 +36,7 @@ void sp_tokenizer_init_bytes(sp_tokenizer *t)
 
 void sp_tokenizer_free(sp_tokenizer *t)
 {
+    sp_hf_free(t->hf);
     free(t->bytes);
     free(t->offsets);
     free(t->scores);
@@ -388,6 +390,8 @@ sp_status sp_tokenizer_encode(const sp_tokenizer *t, const char *text, size_t le
 {
     if (t->kind == SP_TOK_VOCAB)
         return encode_vocab(t, text, len, add_bos && t->bos_id >= 0, ids, n_ids);
+    if (t->kind == SP_TOK_HF)
+        return sp_hf_encode(t, text, len, add_bos, ids, n_ids);
     int32_t *out = sp_calloc(len, sizeof *out, "token ids");
     if (!out)
         return SP_ERR_NOMEM;
@@ -417,6 +421,8 @@ size_t sp_tokenizer_decode(const sp_tokenizer *t, int prev_id, int id, char *buf
         buf[0] = (char)id;
         return 1;
     }
+    if (t->kind == SP_TOK_HF)
+        return sp_hf_decode(t, prev_id, id, buf, cap);
     const unsigned char *piece = t->bytes + t->offsets[id];
     size_t len = piece_len(t, id);
     if (len == 6 && memcmp(piece, "<0x", 3) == 0 && piece[5] == '>' && hex_digit(piece[3]) >= 0 &&
