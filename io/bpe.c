@@ -203,14 +203,7 @@ void sp_bpe_session_free(sp_bpe_session *s)
 
 static sp_status add_symbol(sp_bpe_session *s, int32_t id, size_t len)
 {
-    if (s->n_sym == s->sym_cap) {
-        size_t cap = s->sym_cap ? 2 * s->sym_cap : 256;
-        symbol *sym = realloc(s->sym, cap * sizeof *sym);
-        if (!sym)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing a BPE word to %zu symbols", cap);
-        s->sym = sym;
-        s->sym_cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&s->sym, &s->sym_cap, s->n_sym + 1, sizeof *s->sym, "a BPE word"));
     int32_t i = (int32_t)s->n_sym++;
     s->sym[i] = (symbol){id, i - 1, i + 1, (uint32_t)len};
     return SP_OK;
@@ -248,14 +241,7 @@ static sp_status append_pair(sp_bpe_session *s, int32_t pos)
     const sp_bpe_pair *m = find_merge(s->b, s->sym[pos].id, s->sym[s->sym[pos].next].id);
     if (!m)
         return SP_OK;
-    if (s->n_queue == s->queue_cap) {
-        size_t cap = s->queue_cap ? 2 * s->queue_cap : 256;
-        queued_merge *q = realloc(s->queue, cap * sizeof *q);
-        if (!q)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing the BPE merge queue to %zu entries", cap);
-        s->queue = q;
-        s->queue_cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&s->queue, &s->queue_cap, s->n_queue + 1, sizeof *s->queue, "the BPE merge queue"));
     s->queue[s->n_queue++] = (queued_merge){m->rank, (uint32_t)pos, m->merged};
     return SP_OK;
 }

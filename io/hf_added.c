@@ -17,10 +17,11 @@ static const char space_class[] = "\\p{White_Space}";
 
 static sp_status get_flag(const cJSON *e, const char *key, int def, const char *file, int i, unsigned char *flag)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
-    if (v && !cJSON_IsBool(v))
-        return sp_error(SP_ERR_INPUT, "%s: added_tokens[%d].%s: expected true or false", file, i, key);
-    *flag = (unsigned char)(v ? cJSON_IsTrue(v) : def);
+    char path[64];
+    int v;
+    snprintf(path, sizeof path, "added_tokens[%d]", i);
+    SP_TRY(sp_hf_get_bool(e, key, def, file, path, &v));
+    *flag = (unsigned char)v;
     return SP_OK;
 }
 
@@ -58,15 +59,14 @@ static sp_status load_entry(sp_hf_tokenizer *hf, const cJSON *e, int i, const ch
     a.pattern_len = a.normalized ? a.pattern_len : a.len;
     if (st == SP_OK && a.pattern_len == 0)
         st = sp_error(SP_ERR_INPUT, "%s: added_tokens[%d]: '%s' normalizes to nothing", file, i, a.content);
-    sp_hf_added *grown = st == SP_OK ? realloc(hf->added, (size_t)(hf->n_added + 1) * sizeof *grown) : NULL;
-    if (st == SP_OK && !grown)
-        st = sp_error(SP_ERR_NOMEM, "out of memory reading %s added_tokens", file);
+    if (st == SP_OK)
+        st = sp_grow((void **)&hf->added, &hf->cap_added, (size_t)hf->n_added + 1, sizeof *hf->added,
+                     "the added tokens");
     if (st != SP_OK) {
         free(a.content);
         free(a.pattern);
         return st;
     }
-    hf->added = grown;
     hf->added[hf->n_added++] = a;
     return SP_OK;
 }

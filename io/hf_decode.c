@@ -29,9 +29,12 @@ typedef struct {
 } dec_step;
 
 typedef struct {
+    sp_hf_tokenizer *hf;
+    const char *file;
     dec_step *steps;
     int n;
-    int fused;    /* a Fuse came: later Strips act on the output's start */
+    size_t cap;
+    int fused;      /* a Fuse came: later Strips act on the output's start */
     int start_rule; /* a rule for the output's start is set */
 } dec_chain;
 
@@ -46,37 +49,21 @@ static void free_chain(dec_chain *c)
 
 static sp_status add_step(dec_chain *c, dec_step s)
 {
-    dec_step *grown = realloc(c->steps, (size_t)(c->n + 1) * sizeof *grown);
-    if (!grown) {
+    sp_status st = sp_grow((void **)&c->steps, &c->cap, (size_t)c->n + 1, sizeof *c->steps, "the decoder");
+    if (st != SP_OK) {
         sp_hf_regex_free(s.pattern);
         free(s.content);
-        return sp_error(SP_ERR_NOMEM, "out of memory reading the decoder");
+        return st;
     }
-    c->steps = grown;
     c->steps[c->n++] = s;
     return SP_OK;
 }
 
-/* One character of a string field. */
-static sp_status get_char(const cJSON *j, const char *key, const char *file, const char *path, char ch[4],
-                          size_t *len)
+static sp_status set_start_rule(dec_chain *c, const char *ch, size_t ch_len, int max, const char *path)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    size_t end = 0;
-    if (cJSON_IsString(v) && v->valuestring[0])
-        sp_hf_utf8_next(v->valuestring, &end);
-    if (!cJSON_IsString(v) || !v->valuestring[0] || v->valuestring[end])
-        return sp_error(SP_ERR_INPUT, "%s: %s.%s: expected one character", file, path, key);
-    memcpy(ch, v->valuestring, end);
-    *len = end;
-    return SP_OK;
-}
-
-static sp_status set_start_rule(sp_hf_tokenizer *hf, dec_chain *c, const char *ch, size_t ch_len, int max,
-                                const char *file, const char *path)
-{
+    sp_hf_tokenizer *hf = c->hf;
     if (c->start_rule++)
-        return sp_error(SP_ERR_INPUT, "%s: %s: a second rule for the start of the output is not supported", file,
+        return sp_error(SP_ERR_INPUT, "%s: %s: a second rule for the start of the output is not supported", c->file,
                         path);
     memcpy(hf->strip_char, ch, ch_len);
     hf->strip_char_len = ch_len;
@@ -84,10 +71,11 @@ static sp_status set_start_rule(sp_hf_tokenizer *hf, dec_chain *c, const char *c
     return SP_OK;
 }
 
-static sp_status load_strip(sp_hf_tokenizer *hf, const cJSON *j, const char *file, const char *path, dec_chain *c)
+static sp_status load_strip(dec_chain *c, const cJSON *j, const char *path)
 {
+    const char *file = c->file;
     dec_step s = {.kind = DEC_STRIP};
-    SP_TRY(get_char(j, "content", file, path, s.ch, &s.ch_len));
+    SP_TRY(sp_hf_get_char(j, "content", file, path, s.ch, &s.ch_len));
     const cJSON *start = cJSON_GetObjectItemCaseSensitive(j, "start"), *stop = cJSON_GetObjectItemCaseSensitive(j, "stop");
     if (!cJSON_IsNumber(start) || !cJSON_IsNumber(stop) || start->valuedouble < 0 || stop->valuedouble < 0 ||
         start->valuedouble > 1000 || stop->valuedouble > 1000)
@@ -99,78 +87,58 @@ static sp_status load_strip(sp_hf_tokenizer *hf, const cJSON *j, const char *fil
     if (s.stop > 0)
         return sp_error(SP_ERR_INPUT, "%s: %s.stop %d after Fuse is not supported (it strips the end of the whole "
                                       "output)", file, path, s.stop);
-    return set_start_rule(hf, c, s.ch, s.ch_len, s.start, file, path);
+    return set_start_rule(c, s.ch, s.ch_len, s.start, path);
 }
 
 /* Metaspace: the replacement back to a space; in the first token dropped (unless prepend never). */
-static sp_status load_metaspace(sp_hf_tokenizer *hf, const cJSON *j, const char *file, const char *path, dec_chain *c)
+static sp_status load_metaspace(dec_chain *c, const cJSON *j, const char *path)
 {
     dec_step s = {.kind = DEC_REPLACE, .content_len = 1};
     char rep[4];
     size_t rep_len;
-    SP_TRY(get_char(j, "replacement", file, path, rep, &rep_len));
+    SP_TRY(sp_hf_get_char(j, "replacement", c->file, path, rep, &rep_len));
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(j, "prepend_scheme"),
                 *prefix = cJSON_GetObjectItemCaseSensitive(j, "add_prefix_space");
     int never = (cJSON_IsString(scheme) && strcmp(scheme->valuestring, "never") == 0) || cJSON_IsFalse(prefix);
-    char where[SP_HF_WHERE_MAX];
-    snprintf(where, sizeof where, "%s: %s.replacement", file, path);
-    SP_TRY(sp_hf_regex_compile(rep, rep_len, 1, where, &s.pattern));
+    SP_TRY(sp_hf_regex_compile(rep, rep_len, 1, "the Metaspace replacement", &s.pattern));
     if (!(s.content = strdup(" "))) {
         sp_hf_regex_free(s.pattern);
         return sp_error(SP_ERR_NOMEM, "out of memory reading the decoder");
     }
     SP_TRY(add_step(c, s));
-    return never ? SP_OK : set_start_rule(hf, c, " ", 1, -1, file, path);
+    return never ? SP_OK : set_start_rule(c, " ", 1, -1, path);
 }
 
-static sp_status load_step(sp_hf_tokenizer *hf, const cJSON *j, const char *file, const char *path, dec_chain *c)
+static sp_status load_step(void *ctx, const cJSON *j, const char *path)
 {
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
-    const char *t = cJSON_IsString(type) ? type->valuestring : "(missing)";
-    if (strcmp(t, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "decoders");
-        if (!cJSON_IsArray(list))
-            return sp_error(SP_ERR_INPUT, "%s: %s.decoders: expected an array", file, path);
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char sub[SP_HF_WHERE_MAX];
-            snprintf(sub, sizeof sub, "%s.decoders[%d]", path, i);
-            SP_TRY(load_step(hf, e, file, sub, c));
-        }
-        return SP_OK;
-    }
-    if (strcmp(t, "ByteLevel") == 0)
+    dec_chain *c = ctx;
+    const char *t = sp_hf_type(j);
+    if (t && strcmp(t, "Sequence") == 0)
+        return sp_hf_each_member(j, "decoders", c->file, path, load_step, c);
+    if (t && strcmp(t, "ByteLevel") == 0)
         return add_step(c, (dec_step){.kind = DEC_BYTE_LEVEL});
-    if (strcmp(t, "ByteFallback") == 0)
+    if (t && strcmp(t, "ByteFallback") == 0)
         return add_step(c, (dec_step){.kind = DEC_BYTE_FALLBACK});
-    if (strcmp(t, "Fuse") == 0) {
+    if (t && strcmp(t, "Fuse") == 0) {
         c->fused = 1;
         return SP_OK;
     }
-    if (strcmp(t, "Strip") == 0)
-        return load_strip(hf, j, file, path, c);
-    if (strcmp(t, "Metaspace") == 0)
-        return load_metaspace(hf, j, file, path, c);
-    if (strcmp(t, "Replace") == 0) {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "pattern"),
-                    *content = cJSON_GetObjectItemCaseSensitive(j, "content");
-        const cJSON *lit = cJSON_GetObjectItemCaseSensitive(p, "String"), *re = cJSON_GetObjectItemCaseSensitive(p, "Regex");
-        const cJSON *v = cJSON_IsString(lit) ? lit : re;
-        if (!cJSON_IsString(v) || !cJSON_IsString(content))
-            return sp_error(SP_ERR_INPUT, "%s: %s: expected a pattern ({\"String\"} or {\"Regex\"}) and a content",
-                            file, path);
-        dec_step s = {.kind = DEC_REPLACE, .content_len = strlen(content->valuestring)};
-        char where[SP_HF_WHERE_MAX];
-        snprintf(where, sizeof where, "%s: %s.pattern.%s", file, path, v == lit ? "String" : "Regex");
-        SP_TRY(sp_hf_regex_compile(v->valuestring, strlen(v->valuestring), v == lit, where, &s.pattern));
-        if (!(s.content = strdup(content->valuestring))) {
-            sp_hf_regex_free(s.pattern);
-            return sp_error(SP_ERR_NOMEM, "out of memory reading the decoder");
-        }
-        return add_step(c, s);
+    if (t && strcmp(t, "Strip") == 0)
+        return load_strip(c, j, path);
+    if (t && strcmp(t, "Metaspace") == 0)
+        return load_metaspace(c, j, path);
+    if (!t || strcmp(t, "Replace") != 0)
+        return sp_hf_unsupported(j, c->file, path, "ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence");
+    dec_step s = {.kind = DEC_REPLACE};
+    const char *content = NULL;
+    SP_TRY(sp_hf_get_string(j, "content", c->file, path, &content));
+    SP_TRY(sp_hf_get_pattern(j, c->file, path, &s.pattern));
+    s.content_len = strlen(content);
+    if (!(s.content = strdup(content))) {
+        sp_hf_regex_free(s.pattern);
+        return sp_error(SP_ERR_NOMEM, "out of memory reading the decoder");
     }
-    return sp_error(SP_ERR_INPUT, "%s: %s.type '%s' is not supported (supported: ByteLevel, Replace, ByteFallback, "
-                                  "Fuse, Strip, Metaspace, Sequence)", file, path, t);
+    return add_step(c, s);
 }
 
 /* ---- running the chain on one token ---- */
@@ -182,16 +150,7 @@ typedef struct {
 
 static sp_status buf_put(buf *b, const char *s, size_t n)
 {
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap - b->len < n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return sp_error(SP_ERR_NOMEM, "out of memory decoding the vocabulary");
-        b->p = p;
-        b->cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&b->p, &b->cap, b->len + n, 1, "the decoded vocabulary"));
     memcpy(b->p + b->len, s, n);
     b->len += n;
     return SP_OK;
@@ -310,7 +269,7 @@ static sp_status build_pieces(const sp_hf_tokenizer *hf, const dec_chain *c, int
 
 sp_status sp_hf_load_decoder(sp_hf_tokenizer *hf, const cJSON *j, const char *file, sp_tokenizer *t)
 {
-    dec_chain c = {0};
+    dec_chain c = {.hf = hf, .file = file};
     int joined = !j || cJSON_IsNull(j);
     sp_status st = SP_OK;
     if (joined) {
@@ -318,7 +277,7 @@ sp_status sp_hf_load_decoder(sp_hf_tokenizer *hf, const cJSON *j, const char *fi
         hf->strip_char_len = 1;
         hf->strip_max = 1;
     } else {
-        st = load_step(hf, j, file, "decoder", &c);
+        st = load_step(&c, j, "decoder");
     }
     if (st == SP_OK)
         st = build_pieces(hf, &c, joined, t);

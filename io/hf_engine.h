@@ -77,11 +77,14 @@ struct sp_hf_tokenizer {
     size_t json_len, config_len; /* config NULL: none */
     sp_hf_normalizer *norms;
     int n_norms;
+    size_t cap_norms;
     sp_hf_pretokenizer *pres;
     int n_pres;
+    size_t cap_pres;
     sp_bpe bpe;
     sp_hf_added *added;
     int n_added;
+    size_t cap_added;
     sp_hf_added_set raw_set, normalized_set; /* matched before / after normalization */
     sp_hf_regex *space, *word_char;          /* Rust regex's \s and \w, for lstrip/rstrip/single_word */
     sp_id_list prefix, suffix;               /* the special tokens added around a sequence */
@@ -112,6 +115,22 @@ typedef struct {
 sp_status sp_hf_splits_add_text(sp_hf_splits *s, const char *text, size_t len, int at_start);
 sp_status sp_hf_splits_add_token(sp_hf_splits *s, int32_t id);
 void sp_hf_splits_free(sp_hf_splits *s);
+
+/* tokenizer.json fields (hf_json.c); errors name the file and the JSON path ("pre_tokenizer"). */
+const char *sp_hf_type(const cJSON *j); /* its "type", NULL when none */
+sp_status sp_hf_unsupported(const cJSON *j, const char *file, const char *path, const char *supported);
+sp_status sp_hf_get_string(const cJSON *j, const char *key, const char *file, const char *path, const char **s);
+/* A boolean; def when absent or null. */
+sp_status sp_hf_get_bool(const cJSON *j, const char *key, int def, const char *file, const char *path, int *b);
+/* A string of exactly one character, into ch (its UTF-8 length in *len). */
+sp_status sp_hf_get_char(const cJSON *j, const char *key, const char *file, const char *path, char ch[4],
+                         size_t *len);
+/* "pattern": {"String": literal} or {"Regex": pattern}, compiled. */
+sp_status sp_hf_get_pattern(const cJSON *j, const char *file, const char *path, sp_hf_regex **re);
+/* Calls fn on each member of the array j[key] (a Sequence's list), with its path "path.key[i]". */
+typedef sp_status (*sp_hf_member_fn)(void *ctx, const cJSON *member, const char *path);
+sp_status sp_hf_each_member(const cJSON *j, const char *key, const char *file, const char *path, sp_hf_member_fn fn,
+                            void *ctx);
 
 /* Loader parts; `file` names the JSON file in messages. */
 sp_status sp_hf_load_model(sp_hf_tokenizer *hf, const cJSON *model, const char *file);

@@ -20,15 +20,6 @@ static sp_status reject_set(const cJSON *model, const char *key, const char *fil
     return st;
 }
 
-static sp_status get_flag(const cJSON *model, const char *key, const char *file, int *flag)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, key);
-    *flag = cJSON_IsTrue(v);
-    if (v && !cJSON_IsBool(v) && !cJSON_IsNull(v))
-        return sp_error(SP_ERR_INPUT, "%s: model.%s: expected true, false or null", file, key);
-    return SP_OK;
-}
-
 static sp_status load_vocab(sp_bpe *b, const cJSON *vocab, const char *file)
 {
     if (!cJSON_IsObject(vocab))
@@ -101,15 +92,8 @@ static sp_status load_merges(sp_bpe *b, const cJSON *merges, const char *file)
             (st = piece_id(b, left, left_len, i, file, &a)) != SP_OK ||
             (st = piece_id(b, right, right_len, i, file, &c)) != SP_OK)
             break;
-        if (left_len + right_len > cap) {
-            cap = 2 * (left_len + right_len);
-            char *grown = realloc(joined, cap);
-            if (!grown) {
-                st = sp_error(SP_ERR_NOMEM, "out of memory reading %s model.merges", file);
-                break;
-            }
-            joined = grown;
-        }
+        if ((st = sp_grow((void **)&joined, &cap, left_len + right_len, 1, "a merged piece")) != SP_OK)
+            break;
         memcpy(joined, left, left_len);
         memcpy(joined + left_len, right, right_len);
         if ((st = piece_id(b, joined, left_len + right_len, i, file, &merged)) == SP_OK)
@@ -132,9 +116,9 @@ sp_status sp_hf_load_model(sp_hf_tokenizer *hf, const cJSON *model, const char *
     SP_TRY(reject_set(model, "dropout", file, "BPE dropout samples merges at random"));
     SP_TRY(reject_set(model, "continuing_subword_prefix", file, "expected null or \"\""));
     SP_TRY(reject_set(model, "end_of_word_suffix", file, "expected null or \"\""));
-    SP_TRY(get_flag(model, "fuse_unk", file, &b->fuse_unk));
-    SP_TRY(get_flag(model, "byte_fallback", file, &b->byte_fallback));
-    SP_TRY(get_flag(model, "ignore_merges", file, &b->ignore_merges));
+    SP_TRY(sp_hf_get_bool(model, "fuse_unk", 0, file, "model", &b->fuse_unk));
+    SP_TRY(sp_hf_get_bool(model, "byte_fallback", 0, file, "model", &b->byte_fallback));
+    SP_TRY(sp_hf_get_bool(model, "ignore_merges", 0, file, "model", &b->ignore_merges));
     SP_TRY(load_vocab(b, cJSON_GetObjectItemCaseSensitive(model, "vocab"), file));
     SP_TRY(load_merges(b, cJSON_GetObjectItemCaseSensitive(model, "merges"), file));
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");

@@ -7,31 +7,7 @@
 
 static sp_status reserve(char **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap)
-        return SP_OK;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    char *grown = realloc(*buf, c);
-    if (!grown)
-        return sp_error(SP_ERR_NOMEM, "out of memory growing a tokenizer buffer to %zu bytes", c);
-    *buf = grown;
-    *cap = c;
-    return SP_OK;
-}
-
-static sp_status add_split(sp_hf_splits *s, sp_hf_split item)
-{
-    if (s->n == s->cap_items) {
-        size_t cap = s->cap_items ? 2 * s->cap_items : 64;
-        sp_hf_split *items = realloc(s->items, cap * sizeof *items);
-        if (!items)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing the split list to %zu splits", cap);
-        s->items = items;
-        s->cap_items = cap;
-    }
-    s->items[s->n++] = item;
-    return SP_OK;
+    return sp_grow((void **)buf, cap, need, 1, "a tokenizer buffer");
 }
 
 sp_status sp_hf_splits_add_text(sp_hf_splits *s, const char *text, size_t len, int at_start)
@@ -41,10 +17,17 @@ sp_status sp_hf_splits_add_text(sp_hf_splits *s, const char *text, size_t len, i
     SP_TRY(reserve(&s->bytes, &s->cap, s->len + len));
     memcpy(s->bytes + s->len, text, len);
     s->len += len;
-    return add_split(s, (sp_hf_split){s->len - len, len, -1, at_start});
+    SP_TRY(sp_grow((void **)&s->items, &s->cap_items, s->n + 1, sizeof *s->items, "the split list"));
+    s->items[s->n++] = (sp_hf_split){s->len - len, len, -1, at_start};
+    return SP_OK;
 }
 
-sp_status sp_hf_splits_add_token(sp_hf_splits *s, int32_t id) { return add_split(s, (sp_hf_split){0, 0, id, 0}); }
+sp_status sp_hf_splits_add_token(sp_hf_splits *s, int32_t id)
+{
+    SP_TRY(sp_grow((void **)&s->items, &s->cap_items, s->n + 1, sizeof *s->items, "the split list"));
+    s->items[s->n++] = (sp_hf_split){0, 0, id, 0};
+    return SP_OK;
+}
 
 void sp_hf_splits_free(sp_hf_splits *s)
 {

@@ -78,14 +78,7 @@ void sp_hf_regex_free(sp_hf_regex *re)
 
 static sp_status push_segment(sp_hf_segments *out, size_t start, size_t end, int is_match)
 {
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? 2 * out->cap : 64;
-        sp_hf_segment *items = realloc(out->items, cap * sizeof *items);
-        if (!items)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing the split list to %zu segments", cap);
-        out->items = items;
-        out->cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&out->items, &out->cap, out->n + 1, sizeof *out->items, "the split list"));
     out->items[out->n++] = (sp_hf_segment){start, end, is_match};
     return SP_OK;
 }

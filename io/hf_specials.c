@@ -5,7 +5,6 @@
  * (transformers rebuilds the post-processor from these). What it leaves out comes from
  * tokenizer.json's post-processor: the special tokens before $A in its TemplateProcessing "single"
  * template are the prefix (the first one BOS), those after it the suffix (the first one EOS). */
-#include <stdio.h>
 #include <string.h>
 
 #include "io/hf_engine.h"
@@ -63,30 +62,25 @@ static sp_status load_template(const cJSON *post, const char *file, const char *
     return SP_OK;
 }
 
-static sp_status load_post(const cJSON *post, const char *file, const char *path, sp_id_list *prefix,
-                           sp_id_list *suffix, int *n_templates)
+typedef struct {
+    const char *file;
+    sp_id_list *prefix, *suffix;
+    int n_templates;
+} post_loader;
+
+static sp_status load_post(void *ctx, const cJSON *post, const char *path)
 {
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(post, "type");
-    const char *t = cJSON_IsString(type) ? type->valuestring : "(missing)";
-    if (strcmp(t, "ByteLevel") == 0) /* it only trims offsets */
+    post_loader *l = ctx;
+    const char *t = sp_hf_type(post);
+    if (t && strcmp(t, "ByteLevel") == 0) /* it only trims offsets */
         return SP_OK;
-    if (strcmp(t, "TemplateProcessing") == 0) {
-        if (++*n_templates > 1)
-            return sp_error(SP_ERR_INPUT, "%s: %s: a second TemplateProcessing is not supported", file, path);
-        return load_template(post, file, path, prefix, suffix);
-    }
-    if (strcmp(t, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(post, "processors");
-        int i = 0;
-        for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e; e = e->next, i++) {
-            char sub[SP_HF_WHERE_MAX];
-            snprintf(sub, sizeof sub, "%s.processors[%d]", path, i);
-            SP_TRY(load_post(e, file, sub, prefix, suffix, n_templates));
-        }
-        return SP_OK;
-    }
-    return sp_error(SP_ERR_INPUT, "%s: %s.type '%s' is not supported (supported: TemplateProcessing, ByteLevel, "
-                                  "Sequence)", file, path, t);
+    if (t && strcmp(t, "Sequence") == 0)
+        return sp_hf_each_member(post, "processors", l->file, path, load_post, l);
+    if (!t || strcmp(t, "TemplateProcessing") != 0)
+        return sp_hf_unsupported(post, l->file, path, "TemplateProcessing, ByteLevel, Sequence");
+    if (++l->n_templates > 1)
+        return sp_error(SP_ERR_INPUT, "%s: %s: a second TemplateProcessing is not supported", l->file, path);
+    return load_template(post, l->file, path, l->prefix, l->suffix);
 }
 
 /* A config's bos_token / eos_token: *id stays -1 unless it names one; *given when the key is there. */
@@ -126,9 +120,10 @@ static sp_status config_flag(const cJSON *config, const char *key, const char *t
 sp_status sp_hf_load_specials(sp_hf_tokenizer *hf, const cJSON *post, const char *file, const cJSON *config,
                               const char *config_file, int *bos_id, int *eos_id)
 {
-    int n_templates = 0, bos_given = 0, eos_given = 0;
+    int bos_given = 0, eos_given = 0;
+    post_loader loader = {file, &hf->prefix, &hf->suffix, 0};
     if (post && !cJSON_IsNull(post))
-        SP_TRY(load_post(post, file, "post_processor", &hf->prefix, &hf->suffix, &n_templates));
+        SP_TRY(load_post(&loader, post, "post_processor"));
     if (config && !cJSON_IsObject(config))
         return sp_error(SP_ERR_INPUT, "%s: expected a JSON object", config_file);
     int32_t bos = -1, eos = -1;

@@ -9,53 +9,6 @@
 /* `tokenizers`' pre_tokenizers::byte_level regex (GPT-2's). */
 static const char gpt2_pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static const char *type_of(const cJSON *j)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
-    return cJSON_IsString(t) ? t->valuestring : NULL;
-}
-
-static sp_status unsupported(const char *file, const char *path, const cJSON *j, const char *supported)
-{
-    const char *type = type_of(j);
-    if (!type)
-        return sp_error(SP_ERR_INPUT, "%s: %s: expected an object with a \"type\" (supported: %s)", file, path,
-                        supported);
-    return sp_error(SP_ERR_INPUT, "%s: %s.type '%s' is not supported (supported: %s)", file, path, type, supported);
-}
-
-static sp_status get_string(const cJSON *j, const char *key, const char *file, const char *path, const char **s)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!cJSON_IsString(v))
-        return sp_error(SP_ERR_INPUT, "%s: %s.%s: expected a string", file, path, key);
-    *s = v->valuestring;
-    return SP_OK;
-}
-
-/* A boolean, def when absent. */
-static sp_status get_bool(const cJSON *j, const char *key, int def, const char *file, const char *path, int *b)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    *b = v ? cJSON_IsTrue(v) : def;
-    if (v && !cJSON_IsBool(v))
-        return sp_error(SP_ERR_INPUT, "%s: %s.%s: expected true or false", file, path, key);
-    return SP_OK;
-}
-
-/* {"String": s} (literal) or {"Regex": r}. */
-static sp_status get_pattern(const cJSON *j, const char *file, const char *path, sp_hf_regex **re)
-{
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "pattern");
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "String"), *r = cJSON_GetObjectItemCaseSensitive(p, "Regex");
-    const cJSON *v = cJSON_IsString(s) ? s : r;
-    if (!cJSON_IsString(v))
-        return sp_error(SP_ERR_INPUT, "%s: %s.pattern: expected {\"String\": ...} or {\"Regex\": ...}", file, path);
-    char where[SP_HF_WHERE_MAX];
-    snprintf(where, sizeof where, "%s: %s.pattern.%s", file, path, v == s ? "String" : "Regex");
-    return sp_hf_regex_compile(v->valuestring, strlen(v->valuestring), v == s, where, re);
-}
-
 static sp_status copy_text(const char *s, char **out, size_t *len)
 {
     *len = strlen(s);
@@ -65,35 +18,28 @@ static sp_status copy_text(const char *s, char **out, size_t *len)
 
 /* ---- normalizers ---- */
 
+typedef struct {
+    sp_hf_tokenizer *hf;
+    const char *file;
+} loader;
+
 static sp_status add_normalizer(sp_hf_tokenizer *hf, sp_hf_normalizer n)
 {
-    sp_hf_normalizer *grown = realloc(hf->norms, (size_t)(hf->n_norms + 1) * sizeof *grown);
-    if (!grown)
-        return sp_error(SP_ERR_NOMEM, "out of memory reading the normalizer");
-    hf->norms = grown;
+    SP_TRY(sp_grow((void **)&hf->norms, &hf->cap_norms, (size_t)hf->n_norms + 1, sizeof *hf->norms, "the normalizer"));
     hf->norms[hf->n_norms++] = n;
     return SP_OK;
 }
 
-static sp_status load_normalizer(sp_hf_tokenizer *hf, const cJSON *j, const char *file, const char *path)
+static sp_status load_normalizer(void *ctx, const cJSON *j, const char *path)
 {
     static const char supported[] = "Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD";
     static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
-    const char *type = type_of(j);
+    sp_hf_tokenizer *hf = ((loader *)ctx)->hf;
+    const char *file = ((loader *)ctx)->file, *type = sp_hf_type(j);
     if (!type)
-        return unsupported(file, path, j, supported);
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "normalizers");
-        if (!cJSON_IsArray(list))
-            return sp_error(SP_ERR_INPUT, "%s: %s.normalizers: expected an array", file, path);
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char sub[SP_HF_WHERE_MAX];
-            snprintf(sub, sizeof sub, "%s.normalizers[%d]", path, i);
-            SP_TRY(load_normalizer(hf, e, file, sub));
-        }
-        return SP_OK;
-    }
+        return sp_hf_unsupported(j, file, path, supported);
+    if (strcmp(type, "Sequence") == 0)
+        return sp_hf_each_member(j, "normalizers", file, path, load_normalizer, ctx);
     for (size_t f = 0; f < SP_ARRAY_LEN(forms); f++)
         if (strcmp(type, forms[f]) == 0)
             return add_normalizer(hf, (sp_hf_normalizer){.kind = SP_HF_NORM_UNICODE, .form = (sp_hf_nf)f});
@@ -101,13 +47,13 @@ static sp_status load_normalizer(sp_hf_tokenizer *hf, const cJSON *j, const char
     const char *text = NULL;
     if (strcmp(type, "Prepend") == 0) {
         n.kind = SP_HF_NORM_PREPEND;
-        SP_TRY(get_string(j, "prepend", file, path, &text));
+        SP_TRY(sp_hf_get_string(j, "prepend", file, path, &text));
     } else if (strcmp(type, "Replace") == 0) {
         n.kind = SP_HF_NORM_REPLACE;
-        SP_TRY(get_string(j, "content", file, path, &text));
-        SP_TRY(get_pattern(j, file, path, &n.pattern));
+        SP_TRY(sp_hf_get_string(j, "content", file, path, &text));
+        SP_TRY(sp_hf_get_pattern(j, file, path, &n.pattern));
     } else {
-        return unsupported(file, path, j, supported);
+        return sp_hf_unsupported(j, file, path, supported);
     }
     sp_status st = copy_text(text, &n.text, &n.text_len);
     if (st == SP_OK)
@@ -121,19 +67,20 @@ static sp_status load_normalizer(sp_hf_tokenizer *hf, const cJSON *j, const char
 
 sp_status sp_hf_load_normalizer(sp_hf_tokenizer *hf, const cJSON *j, const char *file)
 {
-    return !j || cJSON_IsNull(j) ? SP_OK : load_normalizer(hf, j, file, "normalizer");
+    loader ctx = {hf, file};
+    return !j || cJSON_IsNull(j) ? SP_OK : load_normalizer(&ctx, j, "normalizer");
 }
 
 /* ---- pre-tokenizers ---- */
 
 static sp_status add_pretokenizer(sp_hf_tokenizer *hf, sp_hf_pretokenizer p)
 {
-    sp_hf_pretokenizer *grown = realloc(hf->pres, (size_t)(hf->n_pres + 1) * sizeof *grown);
-    if (!grown) {
+    sp_status st = sp_grow((void **)&hf->pres, &hf->cap_pres, (size_t)hf->n_pres + 1, sizeof *hf->pres,
+                           "the pre_tokenizer");
+    if (st != SP_OK) {
         sp_hf_regex_free(p.pattern);
-        return sp_error(SP_ERR_NOMEM, "out of memory reading the pre_tokenizer");
+        return st;
     }
-    hf->pres = grown;
     hf->pres[hf->n_pres++] = p;
     return SP_OK;
 }
@@ -142,7 +89,7 @@ static sp_status load_behavior(const cJSON *j, const char *file, const char *pat
 {
     static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
     const char *name = NULL;
-    SP_TRY(get_string(j, "behavior", file, path, &name));
+    SP_TRY(sp_hf_get_string(j, "behavior", file, path, &name));
     for (size_t i = 0; i < SP_ARRAY_LEN(names); i++)
         if (strcmp(name, names[i]) == 0) {
             *b = (sp_hf_behavior)i;
@@ -156,8 +103,8 @@ static sp_status load_byte_level(sp_hf_tokenizer *hf, const cJSON *j, const char
 {
     sp_hf_pretokenizer p = {.kind = SP_HF_PRE_BYTE_LEVEL};
     int use_regex;
-    SP_TRY(get_bool(j, "add_prefix_space", 1, file, path, &p.add_prefix_space));
-    SP_TRY(get_bool(j, "use_regex", 1, file, path, &use_regex));
+    SP_TRY(sp_hf_get_bool(j, "add_prefix_space", 1, file, path, &p.add_prefix_space));
+    SP_TRY(sp_hf_get_bool(j, "use_regex", 1, file, path, &use_regex));
     if (use_regex)
         SP_TRY(sp_hf_regex_compile(gpt2_pattern, strlen(gpt2_pattern), 0, "GPT-2's pattern", &p.pattern));
     return add_pretokenizer(hf, p);
@@ -167,16 +114,8 @@ static sp_status load_metaspace(sp_hf_tokenizer *hf, const cJSON *j, const char 
 {
     static const char *const schemes[] = {"never", "first", "always"};
     sp_hf_pretokenizer p = {.kind = SP_HF_PRE_METASPACE, .prepend = SP_HF_PREPEND_ALWAYS};
-    const char *rep = NULL;
-    size_t end = 0;
     int add_prefix_space;
-    SP_TRY(get_string(j, "replacement", file, path, &rep));
-    if (rep[0])
-        sp_hf_utf8_next(rep, &end);
-    if (!rep[0] || rep[end])
-        return sp_error(SP_ERR_INPUT, "%s: %s.replacement '%s': expected one character", file, path, rep);
-    memcpy(p.replacement, rep, end);
-    p.replacement_len = end;
+    SP_TRY(sp_hf_get_char(j, "replacement", file, path, p.replacement, &p.replacement_len));
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(j, "prepend_scheme");
     if (scheme) {
         int found = 0;
@@ -189,34 +128,25 @@ static sp_status load_metaspace(sp_hf_tokenizer *hf, const cJSON *j, const char 
             return sp_error(SP_ERR_INPUT, "%s: %s.prepend_scheme: expected \"first\", \"never\" or \"always\"", file,
                             path);
     }
-    SP_TRY(get_bool(j, "add_prefix_space", 1, file, path, &add_prefix_space));
+    SP_TRY(sp_hf_get_bool(j, "add_prefix_space", 1, file, path, &add_prefix_space));
     if (!add_prefix_space && p.prepend != SP_HF_PREPEND_NEVER) /* tokenizers refuses it too */
         return sp_error(SP_ERR_INPUT, "%s: %s: add_prefix_space false contradicts prepend_scheme '%s'%s", file, path,
                         schemes[p.prepend], scheme ? "" : " (the default)");
-    SP_TRY(get_bool(j, "split", 1, file, path, &p.split));
+    SP_TRY(sp_hf_get_bool(j, "split", 1, file, path, &p.split));
     if (p.split)
         SP_TRY(sp_hf_regex_compile(p.replacement, p.replacement_len, 1, "the Metaspace replacement", &p.pattern));
     return add_pretokenizer(hf, p);
 }
 
-static sp_status load_pretokenizer(sp_hf_tokenizer *hf, const cJSON *j, const char *file, const char *path)
+static sp_status load_pretokenizer(void *ctx, const cJSON *j, const char *path)
 {
     static const char supported[] = "Sequence, ByteLevel, Split, Metaspace, Digits";
-    const char *type = type_of(j);
+    sp_hf_tokenizer *hf = ((loader *)ctx)->hf;
+    const char *file = ((loader *)ctx)->file, *type = sp_hf_type(j);
     if (!type)
-        return unsupported(file, path, j, supported);
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "pretokenizers");
-        if (!cJSON_IsArray(list))
-            return sp_error(SP_ERR_INPUT, "%s: %s.pretokenizers: expected an array", file, path);
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char sub[SP_HF_WHERE_MAX];
-            snprintf(sub, sizeof sub, "%s.pretokenizers[%d]", path, i);
-            SP_TRY(load_pretokenizer(hf, e, file, sub));
-        }
-        return SP_OK;
-    }
+        return sp_hf_unsupported(j, file, path, supported);
+    if (strcmp(type, "Sequence") == 0)
+        return sp_hf_each_member(j, "pretokenizers", file, path, load_pretokenizer, ctx);
     if (strcmp(type, "ByteLevel") == 0)
         return load_byte_level(hf, j, file, path);
     if (strcmp(type, "Metaspace") == 0)
@@ -224,22 +154,23 @@ static sp_status load_pretokenizer(sp_hf_tokenizer *hf, const cJSON *j, const ch
     sp_hf_pretokenizer p = {.kind = SP_HF_PRE_SPLIT};
     if (strcmp(type, "Split") == 0) {
         SP_TRY(load_behavior(j, file, path, &p.behavior));
-        SP_TRY(get_bool(j, "invert", 0, file, path, &p.invert));
-        SP_TRY(get_pattern(j, file, path, &p.pattern));
+        SP_TRY(sp_hf_get_bool(j, "invert", 0, file, path, &p.invert));
+        SP_TRY(sp_hf_get_pattern(j, file, path, &p.pattern));
     } else if (strcmp(type, "Digits") == 0) {
         int individual;
-        SP_TRY(get_bool(j, "individual_digits", 0, file, path, &individual));
+        SP_TRY(sp_hf_get_bool(j, "individual_digits", 0, file, path, &individual));
         p.behavior = individual ? SP_HF_ISOLATED : SP_HF_CONTIGUOUS;
         SP_TRY(sp_hf_regex_compile("\\p{N}", 5, 0, "the Digits pattern", &p.pattern));
     } else {
-        return unsupported(file, path, j, supported);
+        return sp_hf_unsupported(j, file, path, supported);
     }
     return add_pretokenizer(hf, p);
 }
 
 sp_status sp_hf_load_pretokenizer(sp_hf_tokenizer *hf, const cJSON *j, const char *file)
 {
-    return !j || cJSON_IsNull(j) ? SP_OK : load_pretokenizer(hf, j, file, "pre_tokenizer");
+    loader ctx = {hf, file};
+    return !j || cJSON_IsNull(j) ? SP_OK : load_pretokenizer(&ctx, j, "pre_tokenizer");
 }
 
 void sp_hf_steps_free(sp_hf_tokenizer *hf)
@@ -255,4 +186,5 @@ void sp_hf_steps_free(sp_hf_tokenizer *hf)
     hf->norms = NULL;
     hf->pres = NULL;
     hf->n_norms = hf->n_pres = 0;
+    hf->cap_norms = hf->cap_pres = 0;
 }

@@ -3,7 +3,6 @@
 #define SP_ID_LIST_H
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "core/common.h"
 
@@ -14,14 +13,8 @@ typedef struct {
 
 static inline sp_status sp_id_list_push(sp_id_list *l, int32_t id)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        int32_t *ids = realloc(l->ids, cap * sizeof *ids);
-        if (!ids)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing a token list to %zu ids", cap);
-        l->ids = ids;
-        l->cap = cap;
-    }
+    if (l->n == l->cap)
+        SP_TRY(sp_grow((void **)&l->ids, &l->cap, l->n + 1, sizeof *l->ids, "a token list"));
     l->ids[l->n++] = id;
     return SP_OK;
 }

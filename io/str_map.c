@@ -50,16 +50,7 @@ static sp_status grow_slots(sp_str_map *m)
 /* Copies the key into the arena with a NUL after it (keys print as C strings). */
 static sp_status append_key(sp_str_map *m, const char *key, size_t len, size_t *off)
 {
-    if (m->arena_cap - m->arena_len < len + 1) {
-        size_t cap = m->arena_cap ? m->arena_cap : 4096;
-        while (cap - m->arena_len < len + 1)
-            cap *= 2;
-        char *arena = realloc(m->arena, cap);
-        if (!arena)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing a string map to %zu bytes", cap);
-        m->arena = arena;
-        m->arena_cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&m->arena, &m->arena_cap, m->arena_len + len + 1, 1, "a string map"));
     if (len)
         memcpy(m->arena + m->arena_len, key, len);
     m->arena[m->arena_len + len] = '\0';

@@ -211,14 +211,7 @@ static int pair_before(const merge_pair *a, const merge_pair *b)
 
 static sp_status heap_push(pair_heap *h, merge_pair p)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        merge_pair *items = realloc(h->items, cap * sizeof *items);
-        if (!items)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing the tokenizer merge heap to %zu pairs", cap);
-        h->items = items;
-        h->cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&h->items, &h->cap, h->n + 1, sizeof *h->items, "the tokenizer merge heap"));
     size_t i = h->n++;
     while (i > 0 && pair_before(&p, &h->items[(i - 1) / 2])) {
         h->items[i] = h->items[(i - 1) / 2];
