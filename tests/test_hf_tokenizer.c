@@ -440,6 +440,7 @@ int main(void)
         FIXTURE_TESTS("qwen2"),
         FIXTURE_TESTS("llama2"),
         FIXTURE_TESTS("mistral"),
+        FIXTURE_TESTS("metaspace_unk"),
         FIXTURE_TESTS("gemma"),
         cmocka_unit_test(test_specials_resolved),
         cmocka_unit_test(test_padded_vocab),

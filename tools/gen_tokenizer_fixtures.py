@@ -5,7 +5,7 @@ implementation, the `tokenizers` library (pinned: 0.23.3).
 Real tokenizer.json files cannot be downloaded here, so small tokenizers are TRAINED with the
 library on part of Moby Dick plus a Unicode sample, then given exactly the normalizer,
 pre-tokenizer, post-processor, decoder and model flags of the real models they stand for (GPT-2,
-Llama 3, Qwen2, Llama 2, Gemma, Mistral, a Digits variant). Each goes into
+Llama 3, Qwen2, Llama 2, Gemma, Mistral, older Metaspace conversions; a Digits variant). Each goes into
 fixtures/tokenizers/<name>/ as tokenizer.json + tokenizer_config.json, with expected.json holding
 what the library itself computes from those committed files: the ids of the whole of mobydick.txt
 (count, sha256 of the ids as int32 little-endian, the first 2000 ids), the full ids of the stress
@@ -237,6 +237,17 @@ def build_fixtures(train_texts):
                                                             split=False))
     d["model"]["merges"] = [m.split(" ") for m in d["model"]["merges"]]
     fx["mistral"] = (d, dict(sp_config, legacy=False))
+
+    # (h) the older SentencePiece conversion (tokenizers < 0.14): Metaspace pre-tokenizer and decoder
+    # (prepend always, split), and here without byte fallback: unknown characters become one fused <unk>.
+    d = json.loads(json.dumps(llama2_doc))
+    d["added_tokens"] = d["added_tokens"][:3]
+    d["normalizer"] = None
+    d["pre_tokenizer"] = component(pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
+                                                            split=True))
+    d["decoder"] = component(decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True))
+    d["model"]["byte_fallback"] = False
+    fx["metaspace_unk"] = (d, dict(sp_config, legacy=False))
 
     # (e) Gemma: <pad> <eos> <bos> <unk> first, Replace normalizer only (no prefix), a no-op Split on
     # " ", turn markers, byte fallback; no Strip in the decoder.
