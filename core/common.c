@@ -43,6 +43,22 @@ sp_status sp_size_mul3(size_t a, size_t b, size_t c, size_t *out, const char *wh
     return sp_size_mul(ab, c, out, what);
 }
 
+sp_status sp_grow(void **items, size_t *cap, size_t need, size_t elem_size, const char *what)
+{
+    if (need <= *cap)
+        return SP_OK;
+    size_t c = *cap ? *cap : 64, bytes = 0;
+    while (c < need)
+        c *= 2;
+    SP_TRY(sp_size_mul(c, elem_size, &bytes, what));
+    void *p = realloc(*items, bytes);
+    if (!p)
+        return sp_error(SP_ERR_NOMEM, "out of memory growing %s to %zu entries", what, c);
+    *items = p;
+    *cap = c;
+    return SP_OK;
+}
+
 void *sp_malloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);

@@ -49,6 +49,10 @@ void sp_error_clear(void);
 sp_status sp_size_mul(size_t a, size_t b, size_t *out, const char *what);
 sp_status sp_size_mul3(size_t a, size_t b, size_t c, size_t *out, const char *what);
 
+/* Makes room for at least `need` elements of elem_size bytes in *items (realloc, capacity doubling
+ * from 64); SP_ERR_NOMEM naming `what` on failure, *items and *cap unchanged then. */
+sp_status sp_grow(void **items, size_t *cap, size_t need, size_t elem_size, const char *what);
+
 /* Allocation that records a one-line error with the size on failure (returns NULL). */
 void *sp_malloc(size_t bytes, const char *what);
 void *sp_calloc(size_t n, size_t size, const char *what);

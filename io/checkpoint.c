@@ -1,6 +1,6 @@
-/* io/checkpoint.c: spanprobe checkpoints, format "spanprobe-checkpoint" 1.0 (docs/formats.md).
+/* io/checkpoint.c: spanprobe checkpoints, format "spanprobe-checkpoint" 1.1 (docs/formats.md).
  *
- *   /              attrs format, format_version "1.0", tool_version, created, source (strings;
+ *   /              attrs format, format_version "1.1", tool_version, created, source (strings;
  *                  the last three optional for readers)
  *   /config        one attribute per field of core/config.h (sp_config_fields): integers as int64,
  *                  reals as float64, booleans as int64 0/1 (strings "true"/"false" and h5py bools
@@ -9,9 +9,11 @@
  *   /params/<name> one float32 dataset per tensor of sp_param_layout (model/params.h), [out, in]
  *                  for matrices, [dim] for vectors; attrs role (string), layer (int64, -1 outside
  *                  the blocks). Any float width is read; NaN/Inf is rejected by sp_ckpt_load.
- *   /tokenizer     optional; attrs kind ("bytes" | "vocab"), bos_id, eos_id, max_piece_len (int64);
- *                  for "vocab": pieces uint8 [total bytes] (the pieces concatenated), offsets int64
- *                  [V+1] (piece i is pieces[offsets[i] .. offsets[i+1])), scores float32 [V]
+ *   /tokenizer     optional; attrs kind ("bytes" | "vocab" | "hf-json"), bos_id, eos_id, max_piece_len
+ *                  (int64); for "vocab": pieces uint8 [total bytes] (the pieces concatenated), offsets
+ *                  int64 [V+1] (piece i is pieces[offsets[i] .. offsets[i+1])), scores float32 [V];
+ *                  for "hf-json" (since 1.1): json uint8 [n] (tokenizer.json's bytes), config_json
+ *                  uint8 [m] (optional: tokenizer_config.json's), loaded again by the reader
  *   /optim/m/<name>, /optim/v/<name>  optional AdamW moments, float32, the shapes of /params
  *   /train         optional; attrs step, tokens_seen, data_position, diverged_step (int64),
  *                  rng_state (uint64 [4]), lr (float64), status ("running" | "done" | "diverged"),
@@ -28,11 +30,14 @@
 
 #include "io/atomic.h"
 #include "io/h5.h"
+#include "io/hf_tokenizer.h"
 
 /* 2^32 weights (16 GiB as float32): far above what spanprobe trains or probes, low enough that a
  * corrupt config cannot ask for an impossible allocation. */
 #define SP_CKPT_MAX_WEIGHTS ((size_t)1 << 32)
 #define SP_TOK_MAX_PIECE_LEN 4096
+/* The largest tokenizer.json / tokenizer_config.json copy read back (real ones reach tens of MB). */
+#define SP_CKPT_MAX_TOKENIZER_TEXT ((int64_t)1 << 30)
 
 void sp_ckpt_meta_init(sp_ckpt_meta *meta)
 {
@@ -123,38 +128,53 @@ static sp_status write_tensors(hid_t file, const char *group, const sp_model *m,
     return st;
 }
 
+/* The /tokenizer kind attribute of each sp_tokenizer_kind. */
+static const char *const tokenizer_kinds[] = {"bytes", "vocab", "hf-json"};
+
+/* One 1-D dataset of /tokenizer. */
+typedef struct {
+    const char *name;
+    hid_t mem_type, file_type;
+    int64_t len;
+    const void *data;
+} tokenizer_array;
+
 static sp_status write_tokenizer(hid_t file, const sp_tokenizer *t)
 {
     hid_t g;
     SP_TRY(sp_h5_create_group(file, "tokenizer", &g));
-    sp_status st = sp_h5_set_str(g, "kind", t->kind == SP_TOK_VOCAB ? "vocab" : "bytes");
+    sp_status st = sp_h5_set_str(g, "kind", tokenizer_kinds[t->kind]);
     if (st == SP_OK)
         st = sp_h5_set_i64(g, "bos_id", t->bos_id);
     if (st == SP_OK)
         st = sp_h5_set_i64(g, "eos_id", t->eos_id);
     if (st == SP_OK)
         st = sp_h5_set_i64(g, "max_piece_len", t->max_piece_len);
-    if (st == SP_OK && t->kind == SP_TOK_VOCAB) {
-        int64_t v = t->vocab_size, n_bytes = t->offsets[v], dims[1];
-        struct {
-            const char *name;
-            hid_t type;
-            int64_t len;
-            const void *data;
-        } arrays[] = {{"pieces", H5T_NATIVE_UINT8, n_bytes, t->bytes},
-                      {"offsets", H5T_NATIVE_INT64, v + 1, t->offsets},
-                      {"scores", H5T_NATIVE_FLOAT, v, t->scores}};
-        hid_t file_types[] = {H5T_STD_U8LE, H5T_STD_I64LE, H5T_IEEE_F32LE};
-        for (size_t i = 0; i < SP_ARRAY_LEN(arrays) && st == SP_OK; i++) {
-            hid_t d;
-            dims[0] = arrays[i].len;
-            st = sp_h5_create_dataset(g, arrays[i].name, file_types[i], 1, dims, NULL, NULL, &d);
-            if (st != SP_OK)
-                break;
-            if (arrays[i].len > 0)
-                st = sp_h5_write(d, arrays[i].type, NULL, NULL, arrays[i].data);
-            H5Dclose(d);
-        }
+    tokenizer_array arrays[3];
+    int n = 0;
+    if (t->kind == SP_TOK_VOCAB) {
+        int64_t v = t->vocab_size;
+        arrays[n++] = (tokenizer_array){"pieces", H5T_NATIVE_UINT8, H5T_STD_U8LE, t->offsets[v], t->bytes};
+        arrays[n++] = (tokenizer_array){"offsets", H5T_NATIVE_INT64, H5T_STD_I64LE, v + 1, t->offsets};
+        arrays[n++] = (tokenizer_array){"scores", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, v, t->scores};
+    } else if (t->kind == SP_TOK_HF) { /* the source texts: loading them again rebuilds the tokenizer */
+        const char *json, *config;
+        size_t json_len, config_len;
+        sp_tokenizer_hf_sources(t, &json, &json_len, &config, &config_len);
+        arrays[n++] = (tokenizer_array){"json", H5T_NATIVE_UINT8, H5T_STD_U8LE, (int64_t)json_len, json};
+        if (config)
+            arrays[n++] = (tokenizer_array){"config_json", H5T_NATIVE_UINT8, H5T_STD_U8LE, (int64_t)config_len,
+                                            config};
+    }
+    for (int i = 0; i < n && st == SP_OK; i++) {
+        hid_t d;
+        int64_t dims[1] = {arrays[i].len};
+        st = sp_h5_create_dataset(g, arrays[i].name, arrays[i].file_type, 1, dims, NULL, NULL, &d);
+        if (st != SP_OK)
+            break;
+        if (arrays[i].len > 0)
+            st = sp_h5_write(d, arrays[i].mem_type, NULL, NULL, arrays[i].data);
+        H5Dclose(d);
     }
     H5Gclose(g);
     return st;
@@ -367,6 +387,56 @@ static sp_status read_tokenizer_arrays(hid_t g, const char *where, sp_tokenizer 
     return st;
 }
 
+/* A whole uint8 dataset as NUL-terminated text (free()); *name gets "<where>/<dataset>". */
+static sp_status read_text(hid_t g, const char *where, const char *dataset, char **text, size_t *len, char *name,
+                           size_t name_len)
+{
+    hid_t d;
+    int64_t n = 0;
+    snprintf(name, name_len, "%s/%s", where, dataset);
+    SP_TRY(sp_h5_open_dataset(g, dataset, H5T_INTEGER, 1, NULL, &d, &n));
+    sp_status st = SP_OK;
+    if (n > SP_CKPT_MAX_TOKENIZER_TEXT)
+        st = sp_error(SP_ERR_INPUT, "%s: %lld bytes (at most %lld)", name, (long long)n,
+                      (long long)SP_CKPT_MAX_TOKENIZER_TEXT);
+    if (st == SP_OK && !(*text = sp_malloc((size_t)n + 1, "tokenizer text")))
+        st = SP_ERR_NOMEM;
+    if (st == SP_OK && n > 0)
+        st = sp_h5_read(d, H5T_NATIVE_UINT8, NULL, NULL, *text);
+    if (st == SP_OK) {
+        (*text)[n] = '\0';
+        *len = (size_t)n;
+    }
+    H5Dclose(d);
+    return st;
+}
+
+/* "hf-json": the stored tokenizer.json (and tokenizer_config.json) loaded again; the bos_id and
+ * eos_id attributes must be what they resolve to. */
+static sp_status read_hf_tokenizer(hid_t g, const char *where, const sp_config *cfg, sp_tokenizer *t)
+{
+    char *json = NULL, *config = NULL, json_name[800], config_name[800] = "";
+    size_t json_len = 0, config_len = 0;
+    int64_t bos = -1, eos = -1;
+    sp_status st = sp_h5_get_i64(g, "bos_id", &bos);
+    if (st == SP_OK)
+        st = sp_h5_get_i64(g, "eos_id", &eos);
+    if (st == SP_OK)
+        st = read_text(g, where, "json", &json, &json_len, json_name, sizeof json_name);
+    if (st == SP_OK && sp_h5_exists(g, "config_json"))
+        st = read_text(g, where, "config_json", &config, &config_len, config_name, sizeof config_name);
+    if (st == SP_OK)
+        st = sp_tokenizer_load_hf_text(json_name, json, json_len, config_name, config, config_len, cfg->vocab_size, t);
+    if (st == SP_OK && (bos != t->bos_id || eos != t->eos_id)) {
+        st = sp_error(SP_ERR_INPUT, "%s: bos_id %lld / eos_id %lld, but the stored tokenizer gives %d / %d", where,
+                      (long long)bos, (long long)eos, t->bos_id, t->eos_id);
+        sp_tokenizer_free(t);
+    }
+    free(json);
+    free(config);
+    return st;
+}
+
 static sp_status read_tokenizer(const reader *rd, const sp_config *cfg, sp_tokenizer *t)
 {
     hid_t g;
@@ -399,8 +469,11 @@ static sp_status read_tokenizer(const reader *rd, const sp_config *cfg, sp_token
             if (st != SP_OK)
                 sp_tokenizer_free(t);
         }
+    } else if (st == SP_OK && strcmp(kind, "hf-json") == 0) {
+        st = read_hf_tokenizer(g, where, cfg, t);
     } else if (st == SP_OK) {
-        st = sp_error(SP_ERR_INPUT, "%s/kind: expected \"bytes\" or \"vocab\", found \"%s\"", where, kind);
+        st = sp_error(SP_ERR_INPUT, "%s/kind: expected \"bytes\", \"vocab\" or \"hf-json\", found \"%s\"", where,
+                      kind);
     }
     H5Gclose(g);
     return st;

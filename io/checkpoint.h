@@ -1,4 +1,5 @@
-/* io/checkpoint.h: spanprobe checkpoints (HDF5), format "spanprobe-checkpoint", version 1.0.
+/* io/checkpoint.h: spanprobe checkpoints (HDF5), format "spanprobe-checkpoint", version 1.1 (1.1
+ * added the "hf-json" tokenizer; 1.0 files read unchanged).
  * The layout is specified in docs/formats.md and in the header comment of io/checkpoint.c.
  *
  * A checkpoint holds the full model config (/config attributes, every field of core/config.h),
@@ -18,7 +19,7 @@
 
 #define SP_CKPT_FORMAT "spanprobe-checkpoint"
 #define SP_CKPT_VERSION_MAJOR 1
-#define SP_CKPT_VERSION_MINOR 0
+#define SP_CKPT_VERSION_MINOR 1
 
 typedef struct {
     int present;             /* 0: no /train group */

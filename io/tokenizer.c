@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "io/file_read.h"
+#include "io/hf_tokenizer.h"
 #include "io/le.h"
 
 #define LLAMA2C_BOS 1
@@ -35,6 +36,7 @@ void sp_tokenizer_init_bytes(sp_tokenizer *t)
 
 void sp_tokenizer_free(sp_tokenizer *t)
 {
+    sp_hf_free(t->hf);
     free(t->bytes);
     free(t->offsets);
     free(t->scores);
@@ -209,14 +211,7 @@ static int pair_before(const merge_pair *a, const merge_pair *b)
 
 static sp_status heap_push(pair_heap *h, merge_pair p)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        merge_pair *items = realloc(h->items, cap * sizeof *items);
-        if (!items)
-            return sp_error(SP_ERR_NOMEM, "out of memory growing the tokenizer merge heap to %zu pairs", cap);
-        h->items = items;
-        h->cap = cap;
-    }
+    SP_TRY(sp_grow((void **)&h->items, &h->cap, h->n + 1, sizeof *h->items, "the tokenizer merge heap"));
     size_t i = h->n++;
     while (i > 0 && pair_before(&p, &h->items[(i - 1) / 2])) {
         h->items[i] = h->items[(i - 1) / 2];
@@ -388,6 +383,8 @@ sp_status sp_tokenizer_encode(const sp_tokenizer *t, const char *text, size_t le
 {
     if (t->kind == SP_TOK_VOCAB)
         return encode_vocab(t, text, len, add_bos && t->bos_id >= 0, ids, n_ids);
+    if (t->kind == SP_TOK_HF)
+        return sp_hf_encode(t, text, len, add_bos, ids, n_ids);
     int32_t *out = sp_calloc(len, sizeof *out, "token ids");
     if (!out)
         return SP_ERR_NOMEM;
@@ -417,6 +414,8 @@ size_t sp_tokenizer_decode(const sp_tokenizer *t, int prev_id, int id, char *buf
         buf[0] = (char)id;
         return 1;
     }
+    if (t->kind == SP_TOK_HF)
+        return sp_hf_decode(t, prev_id, id, buf, cap);
     const unsigned char *piece = t->bytes + t->offsets[id];
     size_t len = piece_len(t, id);
     if (len == 6 && memcmp(piece, "<0x", 3) == 0 && piece[5] == '>' && hex_digit(piece[3]) >= 0 &&

@@ -222,7 +222,7 @@ static void test_inspect_checkpoint(void **state)
     char *out = NULL, *err = NULL;
     assert_int_equal(RUN(&out, &err, "inspect", path), 0);
     assert_string_equal(err, "");
-    assert_non_null(strstr(out, "spanprobe-checkpoint 1.0"));
+    assert_non_null(strstr(out, "spanprobe-checkpoint 1.1"));
     /* every parameter of the layout is in the table */
     sp_ckpt_meta meta;
     assert_int_equal(sp_ckpt_read_meta(path, &meta), SP_OK);

@@ -9,7 +9,7 @@
 #                                         exports that make `make` and the tests find them
 #
 # What is downloaded: the -dev packages behind the Makefile's pkg-config names (hdf5, libcjson,
-# openblas, lapacke) and the tests' cmocka, the runtime packages of the libraries they link, the
+# openblas, lapacke, libpcre2-8, icu-uc) and the tests' cmocka, the runtime packages of the libraries they link, the
 # tools pkg-config and make, and gnuplot (the plot tests run it). Their runtime closure is read off
 # this machine: ldd of those libraries and programs, each file mapped to its package (dpkg -S), all
 # at the versions installed here. glibc and the compiler's runtime (libc6, libgcc-s1, libstdc++6)
@@ -22,11 +22,11 @@
 #   of the whole path on a machine that has everything).
 set -eu
 ARCH_DIR=x86_64-linux-gnu
-DEV_PKGS="libhdf5-dev libcjson-dev libopenblas-dev libopenblas-pthread-dev liblapacke-dev libcmocka-dev"
+DEV_PKGS="libhdf5-dev libcjson-dev libopenblas-dev libopenblas-pthread-dev liblapacke-dev libpcre2-dev libicu-dev libcmocka-dev"
 TOOL_PKGS="pkgconf pkgconf-bin make gnuplot-nox"
 NEVER_PKGS="libc6 libgcc-s1 libstdc++6"
 L=/usr/lib/$ARCH_DIR
-LINKED_LIBS="$L/hdf5/serial/libhdf5.so $L/libcjson.so $L/openblas-pthread/libopenblas.so $L/liblapacke.so $L/libcmocka.so"
+LINKED_LIBS="$L/hdf5/serial/libhdf5.so $L/libcjson.so $L/openblas-pthread/libopenblas.so $L/liblapacke.so $L/libpcre2-8.so $L/libicuuc.so $L/libcmocka.so"
 TOOL_BINS="/usr/bin/pkgconf /usr/bin/make /usr/bin/gnuplot-nox"
 
 usage() {
