@@ -130,7 +130,8 @@ main: $(BIN)
 	$(BIN) study --preset quick --out out/quick
 	@echo "figures: out/quick/figures/ (one .png, .gp and .dat per figure); summary: out/quick/summary.md"
 
-# Test fixtures are built by the tool itself into $(BUILD)/fixtures (fixtures/build.sh), never committed.
+# Test fixtures made by the tool itself go to $(BUILD)/fixtures (fixtures/build.sh), never committed; those
+# made by Python reference generators (fixtures/hf, fixtures/tokenizers, ...: tools/) are committed.
 fixtures: $(BIN)
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) fixtures/build.sh
 

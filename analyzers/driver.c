@@ -15,6 +15,7 @@
 #include "io/checkpoint.h"
 #include "io/config_file.h"
 #include "io/h5.h"
+#include "io/model_source.h"
 
 double sp_analyze_peak_rss_mib(void)
 {
@@ -261,7 +262,7 @@ static sp_status input_format(const char *path, char *format, size_t len)
 
 static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
 {
-    SP_TRY(sp_ckpt_load(job->input, be, &in->model, &in->meta));
+    SP_TRY(sp_model_source_load(job->input, be, &in->model, &in->meta));
     const sp_config *cfg = &in->meta.cfg;
     int seq_len = job->opts.seq_len ? job->opts.seq_len : (cfg->max_seq_len < 256 ? cfg->max_seq_len : 256);
     if (seq_len > cfg->max_seq_len)
@@ -383,8 +384,9 @@ sp_status sp_analyze_run(const sp_analyze_job *job)
     SP_TRY(sp_analyze_select(job->opts.metrics, selected));
     if (job->csv_dir)
         SP_TRY(sp_csv_prepare_dir(job->csv_dir));
-    char format[64];
-    SP_TRY(input_format(job->input, format, sizeof format));
+    char format[64] = SP_CKPT_FORMAT; /* a model directory is read as a checkpoint */
+    if (sp_model_source_kind_of(job->input) != SP_SOURCE_HF_DIR)
+        SP_TRY(input_format(job->input, format, sizeof format));
     const int is_ckpt = strcmp(format, SP_CKPT_FORMAT) == 0, is_dump = strcmp(format, SP_DUMP_FORMAT) == 0;
     if (!is_ckpt && !is_dump)
         return sp_error(SP_ERR_INPUT, "%s: format '%s' (expected %s or %s)", job->input, format, SP_CKPT_FORMAT,

@@ -46,6 +46,7 @@ int sp_cmd_inspect(int argc, char **argv);
 int sp_cmd_init(int argc, char **argv);
 int sp_cmd_train(int argc, char **argv);
 int sp_cmd_import(int argc, char **argv);
+int sp_cmd_tokenize(int argc, char **argv);
 int sp_cmd_generate(int argc, char **argv);
 int sp_cmd_dump(int argc, char **argv);
 int sp_cmd_analyze(int argc, char **argv);

@@ -88,10 +88,12 @@ static sp_status read_input(const dump_opts *o, const sp_ckpt_meta *meta, int32_
 {
     if (o->tokens_path)
         return sp_token_file_read(o->tokens_path, meta->cfg.vocab_size, ids, n_ids);
+    const sp_tokenizer *tok = NULL;
+    SP_TRY(sp_cli_model_tokenizer(o->ckpt, meta, &tok));
     unsigned char *text = NULL;
     size_t len = 0;
     SP_TRY(sp_file_read_all(o->text_path, DUMP_MAX_TEXT_BYTES, &text, &len));
-    sp_status st = sp_tokenizer_encode(&meta->tokenizer, (const char *)text, len, 1, ids, n_ids);
+    sp_status st = sp_tokenizer_encode(tok, (const char *)text, len, 1, ids, n_ids);
     free(text);
     return st;
 }

@@ -12,6 +12,7 @@
 #include "core/rng.h"
 
 typedef struct {
+    const char *ckpt; /* named in errors */
     const char *prompt;
     long steps, seed;
     double temperature;
@@ -59,6 +60,7 @@ static sp_status parse_args(int argc, char **argv, sp_cli_model_args *args, void
         else
             return sp_error(SP_ERR_USAGE, "unknown option %s", a);
     }
+    o->ckpt = args->ckpt;
     if (!args->ckpt)
         return sp_error(SP_ERR_USAGE, "expected a checkpoint");
     return SP_OK;
@@ -110,7 +112,8 @@ static sp_status start_tokens(const sp_tokenizer *t, const char *prompt, size_t 
 static sp_status generate(sp_model *m, const sp_ckpt_meta *meta, const void *opts)
 {
     const generate_opts *o = opts;
-    const sp_tokenizer *tok = &meta->tokenizer;
+    const sp_tokenizer *tok = NULL;
+    SP_TRY(sp_cli_model_tokenizer(o->ckpt, meta, &tok));
     const sp_backend *be = sp_model_backend(m);
     const int vocab = meta->cfg.vocab_size;
     const int steps = o->steps < meta->cfg.max_seq_len ? (int)o->steps : meta->cfg.max_seq_len;

@@ -1,22 +1,32 @@
 /* spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5: a llama2.c checkpoint and its tokenizer
- * as a spanprobe checkpoint (io/llama2c.h has the mapping; docs/import.md). */
+ * as a spanprobe checkpoint (io/llama2c.h has the mapping); spanprobe import hf DIR OUT.h5: a
+ * Hugging Face model directory as one (io/hf_dir.h). docs/import.md. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/sha256.h"
 #include "io/checkpoint.h"
+#include "io/dirs.h"
+#include "io/hf_dir.h"
 #include "io/llama2c.h"
 
 static void print_help(void)
 {
-    printf("usage: spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5\n\n"
-           "Converts a llama2.c checkpoint (run.c's format: 7 int32 header, float32 tensors) and its\n"
+    printf("usage: spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5\n"
+           "       spanprobe import hf DIR OUT.h5\n\n"
+           "hf: converts a Hugging Face model directory (config.json, model.safetensors or its shards with\n"
+           "model.safetensors.index.json, optionally tokenizer.json) into one spanprobe checkpoint. Every\n"
+           "command that takes a checkpoint also reads DIR directly; this is for those who want one file.\n"
+           "Architectures: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, OLMo-2, Gemma, Gemma 2, Gemma 3\n"
+           "(docs/import.md has the table of config keys and what is rejected).\n\n"
+           "llama2c: converts a llama2.c checkpoint (run.c's format: 7 int32 header, float32 tensors) and its\n"
            "tokenizer.bin into a spanprobe checkpoint: variant pre, RMSNorm (eps 1e-5), SwiGLU, RoPE\n"
            "(theta 10000), grouped-query attention, tied or untied head from the sign of vocab_size.\n"
            "The checkpoint records the source files, their sizes and SHA-256 digests as provenance.\n"
            "docs/import.md has the tensor mapping.\n\n"
-           "exit codes: 0 ok, 2 usage, 3 bad model or tokenizer file (header, size, record),\n"
+           "exit codes: 0 ok, 2 usage (OUT.h5 would replace an input), 3 bad model or tokenizer file\n"
+           "            (header, size, record, config.json contradicting the tensors, unsupported option),\n"
            "            4 NaN/Inf weights, 5 I/O, 8 out of memory; no output file is left on error\n");
 }
 
@@ -57,6 +67,25 @@ static sp_status import_llama2c(const char *model_path, const char *tok_path, co
     return st;
 }
 
+static sp_status import_hf(const char *dir, const char *out_path)
+{
+    SP_TRY(sp_check_not_in_dir(out_path, dir, "the model directory"));
+    sp_model *m = NULL;
+    sp_ckpt_meta meta;
+    SP_TRY(sp_hf_load(dir, sp_backend_cpu(), &m, &meta));
+    sp_status st = sp_ckpt_write(out_path, m, &meta, NULL, NULL);
+    if (st == SP_OK)
+        printf("imported %s: %s, %d layers, d_model %d, %d/%d heads of %d, d_ff %d, vocab %d (%s head), %zu weights%s "
+               "-> %s\n",
+               dir, sp_variant_names[meta.cfg.variant], meta.cfg.n_layers, meta.cfg.d_model, meta.cfg.n_heads,
+               meta.cfg.n_kv_heads, sp_config_head_dim(&meta.cfg), meta.cfg.d_ff, meta.cfg.vocab_size,
+               meta.cfg.tie_embeddings ? "tied" : "untied", sp_model_n_weights(m),
+               meta.has_tokenizer ? ", tokenizer" : "", out_path);
+    sp_model_free(m);
+    sp_ckpt_meta_free(&meta);
+    return st;
+}
+
 int sp_cmd_import(int argc, char **argv)
 {
     if (sp_cli_wants_help(argc, argv)) {
@@ -66,8 +95,14 @@ int sp_cmd_import(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--", 2) == 0)
             return sp_cli_usage_error("import", "unknown option %s", argv[i]);
+    if (argc >= 2 && strcmp(argv[1], "hf") == 0) {
+        if (argc != 4)
+            return sp_cli_usage_error("import", "expected DIR OUT.h5 after hf (%d given)", argc - 2);
+        sp_error_clear();
+        return sp_cli_report("import", import_hf(argv[2], argv[3]));
+    }
     if (argc < 2 || strcmp(argv[1], "llama2c") != 0)
-        return sp_cli_usage_error("import", "expected the source format llama2c, found '%s'",
+        return sp_cli_usage_error("import", "expected the source format llama2c or hf, found '%s'",
                                   argc < 2 ? "" : argv[1]);
     if (argc != 5)
         return sp_cli_usage_error("import", "expected MODEL.bin TOKENIZER.bin OUT.h5 after llama2c (%d given)",

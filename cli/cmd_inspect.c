@@ -13,19 +13,21 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/inspect.h"
+#include "cli/inspect_stats.h"
+#include "io/model_source.h"
 #include "io/checkpoint.h"
 #include "io/dump.h"
 #include "io/h5.h"
 #include "io/report.h"
 
 #define SLAB_ELEMS (1 << 20)
-/* Integers beyond 2^53 do not survive a JSON number: they are printed as strings. */
-#define JSON_EXACT_INT 9007199254740992.0
 
 static void print_help(void)
 {
     printf("usage: spanprobe inspect FILE [--json]\n\n"
-           "Describes a spanprobe checkpoint, activation dump or report (docs/formats.md): the format and\n"
+           "Describes a spanprobe checkpoint, activation dump or report (docs/formats.md), or a Hugging Face\n"
+           "model directory (the spanprobe config it maps to, and which parameters each tensor fills): the format and\n"
            "version, the provenance and config attributes, and a table of every tensor with its shape,\n"
            "dtype, stored size, min, max, mean and std of its finite values and its count of NaN/Inf.\n"
            "The file is validated first as the commands that read it would; NaN/Inf values are counted,\n"
@@ -66,35 +68,13 @@ static sp_status validate(const char *path, const char *format)
 
 /* ---- collection ---- */
 
-static cJSON *json_number(double v)
-{
-    if (isnan(v))
-        return cJSON_CreateString("nan");
-    if (isinf(v))
-        return cJSON_CreateString(v > 0 ? "inf" : "-inf");
-    return cJSON_CreateNumber(v);
-}
-
-static cJSON *json_int(int64_t v, int is_unsigned)
-{
-    double d = is_unsigned ? (double)(uint64_t)v : (double)v;
-    if (fabs(d) < JSON_EXACT_INT)
-        return cJSON_CreateNumber(d);
-    char text[32];
-    if (is_unsigned)
-        snprintf(text, sizeof text, "%" PRIu64, (uint64_t)v);
-    else
-        snprintf(text, sizeof text, "%" PRId64, v);
-    return cJSON_CreateString(text);
-}
-
 static cJSON *json_value(const sp_h5_value *v)
 {
     if (v->cls == H5T_STRING)
         return cJSON_CreateString(v->text);
     cJSON *array = v->is_array ? cJSON_CreateArray() : NULL;
     for (size_t i = 0; i < v->n; i++) {
-        cJSON *item = v->cls == H5T_FLOAT ? json_number(v->floats[i]) : json_int(v->ints[i], v->is_unsigned);
+        cJSON *item = v->cls == H5T_FLOAT ? sp_inspect_json_number(v->floats[i]) : sp_inspect_json_int(v->ints[i], v->is_unsigned);
         if (!array)
             return item;
         cJSON_AddItemToArray(array, item);
@@ -134,36 +114,13 @@ static void collect_attrs(hid_t obj, const char *key, cJSON *parent)
                 collect_attr, attrs);
 }
 
-typedef struct {
-    size_t n_finite, n_nonfinite;
-    double min, max, mean, m2; /* Welford's running mean and sum of squared deviations */
-} stats;
-
-static void accumulate(stats *s, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i])) {
-            s->n_nonfinite++;
-            continue;
-        }
-        if (s->n_finite == 0 || x[i] < s->min)
-            s->min = x[i];
-        if (s->n_finite == 0 || x[i] > s->max)
-            s->max = x[i];
-        s->n_finite++;
-        double delta = x[i] - s->mean;
-        s->mean += delta / (double)s->n_finite;
-        s->m2 += delta * (x[i] - s->mean);
-    }
-}
-
 /* Reads the dataset slab by slab: the trailing axes that fit SLAB_ELEMS whole, the axis before them
  * in steps, the leading axes one index at a time. */
-static sp_status dataset_stats(hid_t d, int rank, const int64_t *dims, double *buf, stats *s)
+static sp_status dataset_stats(hid_t d, int rank, const int64_t *dims, double *buf, sp_inspect_stats *s)
 {
     if (rank == 0) { /* a scalar dataset */
         SP_TRY(sp_h5_read(d, H5T_NATIVE_DOUBLE, NULL, NULL, buf));
-        accumulate(s, buf, 1);
+        sp_inspect_stats_add(s, buf, 1);
         return SP_OK;
     }
     for (int i = 0; i < rank; i++)
@@ -182,7 +139,7 @@ static sp_status dataset_stats(hid_t d, int rank, const int64_t *dims, double *b
                 count[i] = i < axis ? 1 : i > axis ? dims[i] : (dims[axis] - pos < step ? dims[axis] - pos : step);
             start[axis] = pos;
             SP_TRY(sp_h5_read(d, H5T_NATIVE_DOUBLE, start, count, buf));
-            accumulate(s, buf, (size_t)(count[axis] * inner));
+            sp_inspect_stats_add(s, buf, (size_t)(count[axis] * inner));
         }
         start[axis] = 0;
         int k = axis - 1; /* advance the leading axes like an odometer */
@@ -212,22 +169,16 @@ static sp_status collect_dataset(hid_t d, const char *path, double *buf, cJSON *
     cJSON *shape = cJSON_AddArrayToObject(t, "shape");
     for (int i = 0; i < rank && i < H5S_MAX_RANK; i++) {
         dims[i] = (int64_t)ext[i];
-        cJSON_AddItemToArray(shape, json_int(dims[i], 0));
+        cJSON_AddItemToArray(shape, sp_inspect_json_int(dims[i], 0));
     }
     cJSON_AddStringToObject(t, "dtype", dtype);
-    cJSON_AddItemToObject(t, "bytes", json_int((int64_t)H5Dget_storage_size(d), 0));
+    cJSON_AddItemToObject(t, "bytes", sp_inspect_json_int((int64_t)H5Dget_storage_size(d), 0));
     collect_attrs(d, "attributes", t);
     if ((cls != H5T_FLOAT && cls != H5T_INTEGER) || rank > SP_H5_MAX_RANK)
         return SP_OK; /* no statistics for strings and other types */
-    stats s = {0};
+    sp_inspect_stats s = {0};
     SP_TRY(dataset_stats(d, rank, dims, buf, &s));
-    if (s.n_finite) {
-        cJSON_AddItemToObject(t, "min", json_number(s.min));
-        cJSON_AddItemToObject(t, "max", json_number(s.max));
-        cJSON_AddItemToObject(t, "mean", json_number(s.mean));
-        cJSON_AddItemToObject(t, "std", json_number(sqrt(s.m2 / (double)s.n_finite)));
-    }
-    cJSON_AddItemToObject(t, "nonfinite", json_int((int64_t)s.n_nonfinite, 0));
+    sp_inspect_stats_to_json(&s, t);
     return SP_OK;
 }
 
@@ -410,7 +361,8 @@ int sp_cmd_inspect(int argc, char **argv)
     if (!path)
         return sp_cli_usage_error("inspect", "a FILE to inspect is required");
     cJSON *doc = NULL;
-    sp_status st = collect(path, &doc);
+    sp_status st = sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR ? sp_inspect_collect_hf(path, &doc)
+                                                                     : collect(path, &doc);
     if (st != SP_OK)
         return sp_cli_report("inspect", st);
     if (json) {

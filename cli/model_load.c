@@ -1,29 +1,32 @@
 #include "cli/model_load.h"
 
 #include "cli/cli.h"
+#include "io/model_source.h"
 
 static sp_status load_model(const char *path, const char *device, sp_model **model, sp_ckpt_meta *meta)
 {
     const sp_backend *be = NULL;
     SP_TRY(sp_backend_select(device, &be));
-    SP_TRY(sp_ckpt_load(path, be, model, meta));
+    SP_TRY(sp_model_source_load(path, be, model, meta));
     sp_status uploaded = sp_model_sync(*model);
     if (uploaded != SP_OK) {
         sp_model_free(*model);
         *model = NULL;
         return uploaded;
     }
-    if (meta->has_tokenizer)
-        return SP_OK;
-    if (meta->cfg.vocab_size == 256) {
+    if (!meta->has_tokenizer && meta->cfg.vocab_size == 256)
         sp_tokenizer_init_bytes(&meta->tokenizer);
-        return SP_OK;
-    }
-    sp_model_free(*model);
-    *model = NULL;
-    return sp_error(SP_ERR_INPUT, "%s: /tokenizer is absent and vocab_size is %d (expected a stored tokenizer, or "
-                                  "256 for bytes)",
-                    path, meta->cfg.vocab_size);
+    return SP_OK;
+}
+
+sp_status sp_cli_model_tokenizer(const char *path, const sp_ckpt_meta *meta, const sp_tokenizer **tok)
+{
+    if (!meta->has_tokenizer && meta->cfg.vocab_size != 256)
+        return sp_error(SP_ERR_INPUT, "%s: has no tokenizer and vocab_size is %d (expected a stored tokenizer, "
+                                      "tokenizer.json, or 256 for bytes; token ids work without one)",
+                        path, meta->cfg.vocab_size);
+    *tok = &meta->tokenizer;
+    return SP_OK;
 }
 
 static sp_status run_on_model(const sp_cli_model_args *args, sp_cli_model_fn fn, const void *opts)

@@ -15,10 +15,14 @@ typedef sp_status (*sp_cli_model_parse_fn)(int argc, char **argv, sp_cli_model_a
 /* What the command does with the loaded model. */
 typedef sp_status (*sp_cli_model_fn)(sp_model *model, const sp_ckpt_meta *meta, const void *opts);
 
+/* The tokenizer for text: the stored one, else bytes when vocab_size is 256; an error naming path
+ * otherwise. */
+sp_status sp_cli_model_tokenizer(const char *path, const sp_ckpt_meta *meta, const sp_tokenizer **tok);
+
 /* The whole command: with -h or --help prints its help; else parses argv (a failure is a usage
- * error), loads the checkpoint and runs fn on it (a failure is reported on one line). The
- * tokenizer in meta is the stored one, else bytes when vocab_size is 256 (an error for other
- * sizes). Returns the sp_status to exit with. */
+ * error), loads the checkpoint (or any model source: io/model_source.h) and runs fn on it (a failure
+ * is reported on one line). Commands that read text take the tokenizer through
+ * sp_cli_model_tokenizer. Returns the sp_status to exit with. */
 int sp_cli_model_command(const char *command, int argc, char **argv, void (*print_help)(void),
                          sp_cli_model_parse_fn parse, sp_cli_model_fn fn, void *opts);
 

@@ -1,5 +1,6 @@
 #include "io/dirs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,4 +25,25 @@ sp_status sp_make_dirs(const char *path)
             return SP_OK;
         *p = '/';
     }
+}
+
+sp_status sp_check_not_in_dir(const char *path, const char *dir, const char *what)
+{
+    struct stat out;
+    if (stat(path, &out) != 0)
+        return SP_OK; /* a new file replaces nothing */
+    DIR *d = opendir(dir);
+    if (!d)
+        return SP_OK;
+    char entry_path[4096];
+    sp_status st = SP_OK;
+    for (struct dirent *e; st == SP_OK && (e = readdir(d));) {
+        struct stat in;
+        snprintf(entry_path, sizeof entry_path, "%s/%s", dir, e->d_name);
+        if (stat(entry_path, &in) == 0 && S_ISREG(in.st_mode) && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+            st = sp_error(SP_ERR_USAGE, "%s: the output is %s of %s, an input (choose another output path)", path,
+                          e->d_name, what);
+    }
+    closedir(d);
+    return st;
 }

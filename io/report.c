@@ -13,6 +13,7 @@
 #include "io/atomic.h"
 #include "io/file_read.h"
 #include "io/h5.h"
+#include "io/model_source.h"
 
 #define REPORT_MAX_RANK 4
 #define SUMMARY_MAX_BYTES (256u << 20)
@@ -116,7 +117,7 @@ sp_status sp_report_create(const char *path, const sp_report_provenance *prov, s
     char sha[65] = "";
     int64_t n_bytes = 0;
     if (prov->input_path)
-        SP_TRY(sp_sha256_file(prov->input_path, sha, &n_bytes));
+        SP_TRY(sp_model_source_sha256(prov->input_path, sha, &n_bytes));
     sp_report *r = sp_calloc(1, sizeof *r, "report writer");
     if (!r)
         return SP_ERR_NOMEM;

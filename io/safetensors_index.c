@@ -95,8 +95,10 @@ static sp_status open_shards(const char *path, index_entry *e, int n, const char
             return SP_ERR_NOMEM;
         struct stat st;
         sp_status status = stat(shard_path, &st) != 0
-                               ? sp_error(SP_ERR_IO, "%s: weight_map names shard %s, which cannot be opened: %s",
-                                          path, shard_path, strerror(errno))
+                               /* a shard the index names but the directory lacks is a broken model, not I/O */
+                               ? sp_error(errno == ENOENT ? SP_ERR_INPUT : SP_ERR_IO,
+                                          "%s: weight_map names shard %s, which cannot be opened: %s", path,
+                                          shard_path, strerror(errno))
                                : sp_st_shard_open(shard_path, &a->shards[s]);
         free(shard_path);
         SP_TRY(status);

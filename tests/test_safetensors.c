@@ -710,7 +710,7 @@ static void test_index_missing_shard(void **state)
     expect_bad_index("missing_shard",
                      "{\"weight_map\":{\"a.weight\":\"" SHARD1 "\",\"b.weight\":\"model-00003.safetensors\","
                      "\"c.bias\":\"" SHARD1 "\"}}",
-                     SP_ERR_IO, NEEDLES("model.safetensors.index.json", "model-00003.safetensors", "cannot be opened"));
+                     SP_ERR_INPUT, NEEDLES("model.safetensors.index.json", "model-00003.safetensors", "cannot be opened"));
 }
 
 static void test_index_path_escape(void **state)

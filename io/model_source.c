@@ -1,0 +1,78 @@
+#include "io/model_source.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/sha256.h"
+#include "io/hf_dir.h"
+
+sp_model_source_kind sp_model_source_kind_of(const char *path)
+{
+    return sp_hf_is_model_dir(path) ? SP_SOURCE_HF_DIR : SP_SOURCE_CHECKPOINT;
+}
+
+const char *sp_model_source_kind_name(sp_model_source_kind kind)
+{
+    return kind == SP_SOURCE_HF_DIR ? "hugging face directory" : "checkpoint";
+}
+
+sp_status sp_model_source_read_meta(const char *path, sp_ckpt_meta *meta)
+{
+    if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
+        return sp_hf_read_meta(path, meta);
+    return sp_ckpt_read_meta(path, meta);
+}
+
+sp_status sp_model_source_load(const char *path, const sp_backend *be, sp_model **model, sp_ckpt_meta *meta)
+{
+    if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
+        return sp_hf_load(path, be, model, meta);
+    return sp_ckpt_load(path, be, model, meta);
+}
+
+static int regular_entry(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
+static sp_status directory_sha256(const char *dir, char hex[65], int64_t *n_bytes)
+{
+    struct dirent **entries = NULL;
+    int n = scandir(dir, &entries, regular_entry, alphasort);
+    if (n < 0)
+        return sp_error(SP_ERR_IO, "%s: cannot list the directory", dir);
+    sp_sha256 h;
+    sp_sha256_init(&h);
+    sp_status st = SP_OK;
+    int64_t total = 0;
+    char path[4096], line[4200], file_hex[65];
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, entries[i]->d_name);
+        if (st == SP_OK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            int64_t bytes = 0;
+            st = sp_sha256_file(path, file_hex, &bytes);
+            int len = snprintf(line, sizeof line, "%s %s\n", entries[i]->d_name, file_hex);
+            sp_sha256_update(&h, line, (size_t)len);
+            total += bytes;
+        }
+        free(entries[i]);
+    }
+    free(entries);
+    unsigned char digest[32];
+    sp_sha256_final(&h, digest);
+    sp_sha256_hex(digest, hex);
+    if (n_bytes)
+        *n_bytes = total;
+    return st;
+}
+
+sp_status sp_model_source_sha256(const char *path, char hex[65], int64_t *n_bytes)
+{
+    if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
+        return directory_sha256(path, hex, n_bytes);
+    return sp_sha256_file(path, hex, n_bytes);
+}
