@@ -16,8 +16,9 @@ The hooks capture, on every forward pass:
     from write_dump import write_dump
     write_dump("dump.h5", model, input_ids)    # input_ids: LongTensor [batch, seq], no padding
 
-then `spanprobe inspect dump.h5` and `spanprobe analyze dump.h5 --out report.h5`.
-`python write_dump.py OUT_DIR [--float16]` writes demo dumps of a tiny random Llama and GPT-2.
+then `spanprobe inspect dump.h5` and `spanprobe analyze dump.h5 --out report.h5`. Needs torch, numpy
+and h5py; `python write_dump.py OUT_DIR [--float16]` (transformers too) writes demo dumps of a tiny
+random Llama and GPT-2. check_recipe.py checks this file numerically.
 """
 import argparse
 import os
