@@ -4,9 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+#include <lapacke.h>
+
 #include "kernels/backend.h"
 
-/* The host matrices go through the CPU backend's LAPACK ops (its memory is host memory). */
+/* Eigen and singular values of host matrices go through the CPU backend's LAPACK ops (its memory is
+ * host memory); the Gram update and the linear solve, which no backend offers, call BLAS and LAPACK
+ * themselves. */
 sp_status sp_linalg_sym_eigvals(int n, double *a, double *w) { return sp_backend_cpu()->sym_eigvals(n, 1, a, w); }
 
 sp_status sp_linalg_singvals(int m, int n, double *a, double *s) { return sp_backend_cpu()->singvals(m, n, 1, a, s); }
@@ -38,6 +43,21 @@ sp_status sp_linalg_backend_singvals(const sp_backend *be, int m, int n, int cou
 void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c)
 {
     sp_backend_cpu()->gemm_f64(0, 0, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+}
+
+void sp_linalg_gram_add(int m, int n, const double *a, double *c)
+{
+    if (m > 0 && n > 0)
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, n, m, 1.0, a, n, 1.0, c, n);
+}
+
+sp_status sp_linalg_spd_solve(int n, double *a, double *b)
+{
+    lapack_int info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', n, 1, a, n, b, 1);
+    if (info != 0)
+        return sp_error(SP_ERR_NUMERIC, "a %d x %d system is not positive definite (LAPACK dposv info %d)", n, n,
+                        (int)info);
+    return SP_OK;
 }
 
 sp_status sp_linalg_spectral_norm(int m, int n, double *a, double *norm)

@@ -20,6 +20,12 @@ sp_status sp_linalg_backend_singvals(const sp_backend *be, int m, int n, int cou
 
 /* c[m, n] = a[m, k] b[k, n], row-major (cblas_dgemm). */
 void sp_linalg_matmul(int m, int n, int k, const double *a, const double *b, double *c);
+/* c[n, n] += a[m, n]^T a[m, n] (row-major), upper triangle only (cblas_dsyrk): what
+ * sp_linalg_spd_solve reads. */
+void sp_linalg_gram_add(int m, int n, const double *a, double *c);
+/* Solves a x = b for the symmetric positive definite n x n matrix a (row-major, its upper triangle
+ * read, destroyed; LAPACK dposv), x into b[n]; SP_ERR_NUMERIC when a is not positive definite. */
+sp_status sp_linalg_spd_solve(int n, double *a, double *b);
 /* Spectral norm ||a||_2 of the m x n matrix a (row-major, destroyed): its largest singular value. */
 sp_status sp_linalg_spectral_norm(int m, int n, double *a, double *norm);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/final_norm_check.h"
 #include "cli/cli.h"
 #include "cli/inspect.h"
 #include "cli/inspect_stats.h"
@@ -31,7 +32,9 @@ static void print_help(void)
            "version, the provenance and config attributes, and a table of every tensor with its shape,\n"
            "dtype, stored size, min, max, mean and std of its finite values and its count of NaN/Inf.\n"
            "The file is validated first as the commands that read it would; NaN/Inf values are counted,\n"
-           "not rejected. Tensors are read slab by slab, so files larger than memory are fine.\n\n"
+           "not rejected. Tensors are read slab by slab, so files larger than memory are fine.\n"
+           "On an activation dump whose last layer h_L looks normalized (the final norm applied, as in\n"
+           "output_hidden_states), one warning line goes to stderr; the exit code stays 0.\n\n"
            "  --json   print one JSON document instead of the text tables\n"
            "  --help   this text\n\n"
            "exit codes: 0 described; 2 bad usage; 3 not a valid spanprobe file (unknown format, newer\n"
@@ -40,6 +43,25 @@ static void print_help(void)
 }
 
 /* ---- validation by format ---- */
+
+/* One line on stderr when h_L looks like a final norm's output (analyzers/final_norm_check.h). A
+ * heuristic on a valid file: when it cannot run (NaN rows, which inspect counts rather than
+ * rejects; no memory) it says nothing and inspect goes on. */
+static void warn_if_final_norm(const char *path, sp_dump *d)
+{
+    sp_final_norm_check check;
+    if (sp_dump_check_final_norm(d, &check) != SP_OK) {
+        sp_error_clear();
+        return;
+    }
+    if (check.looks_normalized)
+        fprintf(stderr,
+                "spanprobe inspect: warning: %s: /hidden/0 layer %d looks normalized (its rows lie on one quadric, "
+                "as a final norm's output does: fit residual %.1e, layer %d's %.2g): h_L must be the last block's "
+                "output before the final norm, not output_hidden_states' last entry (docs/formats.md)\n",
+                path, sp_dump_get_info(d)->n_layers, check.rho_last, sp_dump_get_info(d)->n_layers - 1,
+                check.rho_prev);
+}
 
 static sp_status validate(const char *path, const char *format)
 {
@@ -53,6 +75,7 @@ static sp_status validate(const char *path, const char *format)
     if (strcmp(format, SP_DUMP_FORMAT) == 0) {
         sp_dump *d;
         SP_TRY(sp_dump_open(path, &d));
+        warn_if_final_norm(path, d);
         sp_dump_close(d);
         return SP_OK;
     }

@@ -12,9 +12,10 @@
  *   /hidden/<s>  [L+1, rows, d_model], s = 0 (the residual stream; X for siamese) and 1 (siamese Y);
  *                layer l is h_l: h_0 the block-0 input, h_L the last block output (before any final norm)
  *   /ffn_latent  [L, rows, d_ff], optional: the input of W_2 (after the nonlinearity)
- *   /presum/sum_a, /presum/sum_z  [L, rows, d_model], optional: the pre-normalization sums; attr
- *                "present" int32 [L] is 1 for the layers whose block has that sum (mixln's pre blocks
- *                have none; their rows read as NaN)
+ *   /presum/sum_a, /presum/sum_z  [L, rows, d_model], optional: the pre-normalization sums (a
+ *                pre-norm model has none and omits /presum); the attribute "present" of each dataset,
+ *                int32 [L], optional (absent: every layer), is 1 for the layers whose block has that
+ *                sum (mixln's pre blocks have none; their rows read as NaN)
  *   /logits      [rows, vocab_size], optional
  * Activations are float32 or float16 (any float width is read), chunked one layer at a time so a
  * reader can stream a layer or a row range of it.
