@@ -9,7 +9,6 @@
  * `start` leading copies of its character, the Metaspace decoder drops the replacement in the first
  * token, no decoder joins with spaces. sp_hf_decode applies that to a sequence's first piece and to
  * the piece right after BOS. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* io/hf_engine.h: the parts of a loaded Hugging Face tokenizer (io/hf_tokenizer.h), shared by its
- * loader (hf_load.c, hf_model.c, hf_steps.c, hf_specials.c), its encoder (hf_encode.c, hf_added.c)
- * and its decoder table (hf_decode.c). Each mirrors one `tokenizers` component. */
+ * loader (hf_load.c, hf_json.c, hf_model.c, hf_steps.c, hf_added.c, hf_specials.c), its encoder
+ * (hf_encode.c, hf_added.c, hf_pretokenize.c) and its decoder table (hf_decode.c). Each mirrors one
+ * `tokenizers` component. */
 #ifndef SP_HF_ENGINE_H
 #define SP_HF_ENGINE_H
 

@@ -1,6 +1,5 @@
 /* io/hf_load.c: loading a Hugging Face tokenizer (io/hf_tokenizer.h): the files, the JSON, each
  * component in the order `tokenizers` builds them, the id range, and the decoded piece table. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,5 @@
 /* io/hf_steps.c: tokenizer.json's "normalizer" and "pre_tokenizer" into flat step lists (a
  * Sequence applies its members in order to every split, so nested Sequences flatten). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

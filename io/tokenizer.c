@@ -1,4 +1,5 @@
-/* io/tokenizer.c: byte and llama2.c vocabulary tokenizers.
+/* io/tokenizer.c: byte and llama2.c vocabulary tokenizers; Hugging Face ones (SP_TOK_HF) are
+ * io/hf_tokenizer.h's, dispatched to from here.
  *
  * llama2.c tokenizer.bin (little-endian): int32 max_token_length, then for each of the model's
  * vocab_size tokens: float32 score, int32 length, `length` bytes of the piece (no terminator). The
