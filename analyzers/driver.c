@@ -320,7 +320,7 @@ static char *options_json(const sp_analyze_job *job, const char *input_kind)
     cJSON_AddStringToObject(o, "device", job->backend ? job->backend->name : job->device ? job->device : "auto");
     if (job->tokens)
         cJSON_AddStringToObject(o, "tokens", job->tokens);
-    else if (strcmp(input_kind, "checkpoint") == 0)
+    else if (strcmp(input_kind, "activation dump") != 0)
         cJSON_AddStringToObject(o, "data", job->data ? job->data : SP_ANALYZE_DEFAULT_DATA);
     sp_fields_to_json(&sp_analyze_option_table, &job->opts, o);
     char *text = cJSON_PrintUnformatted(o);
@@ -401,7 +401,9 @@ sp_status sp_analyze_run(const sp_analyze_job *job)
     sp_analysis a;
     sp_status st = is_ckpt ? load_checkpoint(job, be, &in, &a) : load_dump(job, be, &in, &a);
     if (st == SP_OK)
-        st = run_loaded(job, selected, is_ckpt ? "checkpoint" : "activation dump", &in, &a);
+        st = run_loaded(job, selected,
+                        is_ckpt ? sp_model_source_kind_name(sp_model_source_kind_of(job->input)) : "activation dump",
+                        &in, &a);
     loaded_free(&in);
     SP_TRY(st);
     char *summary = sp_report_summary_path(job->out);

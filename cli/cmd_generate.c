@@ -102,8 +102,12 @@ static sp_status start_tokens(const sp_tokenizer *t, const char *prompt, size_t 
     free(ids);
     if (!all)
         return SP_ERR_NOMEM;
-    if (n == 0) /* a byte-level model without a prompt starts from a newline */
-        all[n++] = '\n';
+    if (n == 0 && t->kind != SP_TOK_BYTES && t->bos_id < 0) {
+        free(all);
+        return sp_error(SP_ERR_USAGE, "the tokenizer adds nothing to an empty text and has no BOS token: give --prompt TEXT");
+    }
+    if (n == 0) /* a byte-level model starts from a newline, a tokenizer that adds no BOS from its BOS */
+        all[n++] = t->kind == SP_TOK_BYTES ? '\n' : t->bos_id;
     *tokens = all;
     *n_tokens = n;
     return SP_OK;

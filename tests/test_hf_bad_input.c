@@ -98,6 +98,15 @@ static void test_config_edit(void **state)
     expect_import_error(dir, 3, config_edits[i].needle);
 }
 
+static void test_unsupported_tokenizer(void **state)
+{
+    (void)state;
+    char dir[1024];
+    copy_fixture("llama-f32", "tokenizer", dir, sizeof dir);
+    edit_file(dir, "tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"Unigram\"");
+    expect_import_error(dir, 3, "'Unigram' is not supported");
+}
+
 static void test_truncated_safetensors(void **state)
 {
     (void)state;
@@ -169,13 +178,13 @@ static void test_analyze_reports_the_same(void **state)
 int main(void)
 {
     enum { N_EDITS = sizeof config_edits / sizeof config_edits[0] };
-    struct CMUnitTest tests[N_EDITS + 5] = {
-        cmocka_unit_test(test_truncated_safetensors), cmocka_unit_test(test_missing_shard),
+    struct CMUnitTest tests[N_EDITS + 6] = {
+        cmocka_unit_test(test_unsupported_tokenizer), cmocka_unit_test(test_truncated_safetensors), cmocka_unit_test(test_missing_shard),
         cmocka_unit_test(test_nan_weight),            cmocka_unit_test(test_output_is_an_input),
         cmocka_unit_test(test_analyze_reports_the_same),
     };
     for (int i = 0; i < N_EDITS; i++)
-        tests[5 + i] = (struct CMUnitTest){.name = config_edits[i].name, .test_func = test_config_edit,
+        tests[6 + i] = (struct CMUnitTest){.name = config_edits[i].name, .test_func = test_config_edit,
                                            .initial_state = (void *)(intptr_t)i};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
