@@ -382,6 +382,12 @@ sp_status sp_analyze_run(const sp_analyze_job *job)
     if (sp_n_analyzers > (int)sizeof selected)
         return sp_error(SP_ERR_INTERNAL, "analyze: %d analyzers exceed the selection table", sp_n_analyzers);
     SP_TRY(sp_analyze_select(job->opts.metrics, selected));
+    char *summary_path = sp_report_summary_path(job->out);
+    sp_status safe = summary_path ? sp_model_source_check_output(job->input, job->out) : SP_ERR_NOMEM;
+    if (safe == SP_OK)
+        safe = sp_model_source_check_output(job->input, summary_path);
+    free(summary_path);
+    SP_TRY(safe);
     if (job->csv_dir)
         SP_TRY(sp_csv_prepare_dir(job->csv_dir));
     char format[64] = SP_CKPT_FORMAT; /* a model directory is read as a checkpoint */

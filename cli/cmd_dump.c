@@ -10,6 +10,7 @@
 #include "cli/model_load.h"
 #include "io/dump.h"
 #include "io/file_read.h"
+#include "io/model_source.h"
 #include "io/token_file.h"
 
 /* Rows per forward pass (at least one sequence). */
@@ -81,7 +82,8 @@ static sp_status parse_args(int argc, char **argv, sp_cli_model_args *args, void
         return sp_error(SP_ERR_USAGE, "expected exactly one of --text FILE and --tokens FILE");
     if (!o->out)
         return sp_error(SP_ERR_USAGE, "expected --out DUMP.h5");
-    return SP_OK;
+    SP_TRY(sp_model_source_check_output(o->ckpt, o->out));
+    return sp_model_source_check_output(o->text_path ? o->text_path : o->tokens_path, o->out);
 }
 
 static sp_status read_input(const dump_opts *o, const sp_ckpt_meta *meta, int32_t **ids, size_t *n_ids)

@@ -7,8 +7,8 @@
 #include "cli/cli.h"
 #include "core/sha256.h"
 #include "io/checkpoint.h"
-#include "io/dirs.h"
 #include "io/hf_dir.h"
+#include "io/model_source.h"
 #include "io/llama2c.h"
 
 static void print_help(void)
@@ -69,7 +69,7 @@ static sp_status import_llama2c(const char *model_path, const char *tok_path, co
 
 static sp_status import_hf(const char *dir, const char *out_path)
 {
-    SP_TRY(sp_check_not_in_dir(out_path, dir, "the model directory"));
+    SP_TRY(sp_model_source_check_output(dir, out_path));
     sp_model *m = NULL;
     sp_ckpt_meta meta;
     SP_TRY(sp_hf_load(dir, sp_backend_cpu(), &m, &meta));

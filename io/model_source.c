@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/sha256.h"
+#include "io/dirs.h"
 #include "io/hf_dir.h"
 
 sp_model_source_kind sp_model_source_kind_of(const char *path)
@@ -75,4 +76,14 @@ sp_status sp_model_source_sha256(const char *path, char hex[65], int64_t *n_byte
     if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
         return directory_sha256(path, hex, n_bytes);
     return sp_sha256_file(path, hex, n_bytes);
+}
+
+sp_status sp_model_source_check_output(const char *input, const char *output)
+{
+    if (sp_model_source_kind_of(input) == SP_SOURCE_HF_DIR)
+        return sp_check_not_in_dir(output, input, "the model directory");
+    struct stat in, out;
+    if (stat(input, &in) == 0 && stat(output, &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+        return sp_error(SP_ERR_USAGE, "%s: the output is the input %s (choose another output path)", output, input);
+    return SP_OK;
 }

@@ -16,6 +16,9 @@ const char *sp_model_source_kind_name(sp_model_source_kind kind); /* "checkpoint
  * model directory of the text "<name> <sha256 of the file>\n" over its regular files in name order
  * (so the digest changes when any file does); *n_bytes gets the total size. */
 sp_status sp_model_source_sha256(const char *path, char hex[65], int64_t *n_bytes);
+/* SP_ERR_USAGE when writing output (a path about to be replaced atomically) would replace the model
+ * input itself or, for a model directory, one of its files. */
+sp_status sp_model_source_check_output(const char *input, const char *output);
 /* The config, tokenizer and provenance, no weights. */
 sp_status sp_model_source_read_meta(const char *path, sp_ckpt_meta *meta);
 /* The model on be, with its meta. */

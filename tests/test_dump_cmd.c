@@ -260,6 +260,16 @@ static void test_dump_errors(void **state)
                       out, (const char *[]){"/nonexistent.h5", NULL});
     expect_dump_error((const char *[]){"dump", f->ckpt, "--tokens", "/nonexistent.txt", "--out", out, NULL},
                       SP_ERR_IO, out, (const char *[]){"/nonexistent.txt", NULL});
+    size_t before = 0, after = 0; /* an --out naming an input is refused before anything is written */
+    char *original = scratch_read_file(f->ckpt, &before);
+    cli_expect_error(SP_ERR_USAGE, (const char *[]){"dump", f->ckpt, "--tokens", tok, "--out", f->ckpt, NULL},
+                     (const char *[]){"the output is the input", NULL});
+    cli_expect_error(SP_ERR_USAGE, (const char *[]){"dump", f->ckpt, "--tokens", tok, "--out", tok, NULL},
+                     (const char *[]){"the output is the input", NULL});
+    char *now = scratch_read_file(f->ckpt, &after);
+    assert_true(original && now && before == after && memcmp(original, now, before) == 0);
+    free(original);
+    free(now);
     char *help = NULL;
     assert_int_equal(scratch_run_cli((const char *[]){"dump", "--help", NULL}, &help, NULL), 0);
     assert_non_null(strstr(help, "--batch-limit"));

@@ -162,6 +162,26 @@ static void test_output_is_an_input(void **state)
     free(now);
 }
 
+/* analyze writes OUT.h5 and its summary OUT.json: config.h5 would replace config.json. */
+static void test_summary_is_an_input(void **state)
+{
+    (void)state;
+    char dir[1024], out[1200], config[1200];
+    copy_fixture("llama-mqa-tied-f32", "summary", dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/config.h5", dir);
+    snprintf(config, sizeof config, "%s/config.json", dir);
+    size_t before = 0, after = 0;
+    char *original = scratch_read_file(config, &before);
+    const char *const args[] = {"analyze", dir, "--out", out, NULL};
+    const char *const needles[] = {"config.json", "an input", NULL};
+    cli_expect_error(2, args, needles);
+    char *now = scratch_read_file(config, &after);
+    assert_true(original && now && before == after && memcmp(original, now, before) == 0);
+    assert_false(scratch_file_exists(out));
+    free(original);
+    free(now);
+}
+
 static void test_analyze_reports_the_same(void **state)
 {
     (void)state;
@@ -178,13 +198,14 @@ static void test_analyze_reports_the_same(void **state)
 int main(void)
 {
     enum { N_EDITS = sizeof config_edits / sizeof config_edits[0] };
-    struct CMUnitTest tests[N_EDITS + 6] = {
+    struct CMUnitTest tests[N_EDITS + 7] = {
+        cmocka_unit_test(test_summary_is_an_input),
         cmocka_unit_test(test_unsupported_tokenizer), cmocka_unit_test(test_truncated_safetensors), cmocka_unit_test(test_missing_shard),
         cmocka_unit_test(test_nan_weight),            cmocka_unit_test(test_output_is_an_input),
         cmocka_unit_test(test_analyze_reports_the_same),
     };
     for (int i = 0; i < N_EDITS; i++)
-        tests[6 + i] = (struct CMUnitTest){.name = config_edits[i].name, .test_func = test_config_edit,
+        tests[7 + i] = (struct CMUnitTest){.name = config_edits[i].name, .test_func = test_config_edit,
                                            .initial_state = (void *)(intptr_t)i};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
