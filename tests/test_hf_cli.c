@@ -18,6 +18,7 @@
 #include "io/dump.h"
 #include "io/hf_dir.h"
 #include "support/cli_expect.h"
+#include "support/json_file.h"
 #include "support/report_view.h"
 #include "support/scratch.h"
 
@@ -25,12 +26,7 @@ static cJSON *load_ref(const char *name)
 {
     char path[512];
     snprintf(path, sizeof path, "fixtures/hf/ref/%s.json", name);
-    char *text = scratch_read_file(path, NULL);
-    assert_non_null(text);
-    cJSON *ref = cJSON_Parse(text);
-    free(text);
-    assert_non_null(ref);
-    return ref;
+    return json_file_read(path);
 }
 
 /* Whitespace-separated ids of a JSON list of rows (or of ids) as text. */

@@ -20,6 +20,7 @@
 #include "io/checkpoint.h"
 #include "io/hf_tokenizer.h"
 #include "support/model_fixture.h"
+#include "support/json_file.h"
 #include "support/scratch.h"
 
 #define FIXTURES "fixtures/tokenizers/"
@@ -46,12 +47,7 @@ static cJSON *load_expected(const char *name)
 {
     char path[512];
     fixture_path(name, "expected.json", path, sizeof path);
-    char *text = scratch_read_file(path, NULL);
-    assert_non_null(text);
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    assert_non_null(doc);
-    return doc;
+    return json_file_read(path);
 }
 
 static const cJSON *at(const cJSON *doc, const char *a, const char *b)

@@ -15,6 +15,7 @@
 
 #include "io/hf_config.h"
 #include "io/hf_dir.h"
+#include "json_file.h"
 #include "scratch.h"
 
 #define REF_DIR "fixtures/hf/ref"
@@ -169,11 +170,7 @@ static void check_fixture(const char *name, const hf_ref_tolerance *tol)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.json", REF_DIR, name);
-    char *text = scratch_read_file(path, NULL);
-    assert_non_null(text);
-    cJSON *ref = cJSON_Parse(text);
-    free(text);
-    assert_non_null(ref);
+    cJSON *ref = json_file_read(path);
     char dir[1024], config[1100];
     snprintf(dir, sizeof dir, "fixtures/hf/%s", cJSON_GetObjectItem(ref, "directory")->valuestring);
     snprintf(config, sizeof config, "%s/config.json", dir);
