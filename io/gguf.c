@@ -135,7 +135,9 @@ sp_status sp_gguf_open(const char *path, sp_gguf **out)
     if (!g)
         return SP_ERR_NOMEM;
     g->path = sp_malloc(strlen(path) + 1, "GGUF file name");
-    sp_status st = g->path ? sp_map_file(strcpy(g->path, path), &g->map) : SP_ERR_NOMEM;
+    sp_status st = g->path ? SP_OK : SP_ERR_NOMEM;
+    if (st == SP_OK)
+        st = sp_map_file(strcpy(g->path, path), &g->map);
     if (st == SP_OK)
         st = read_file(g);
     if (st != SP_OK) {

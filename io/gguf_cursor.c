@@ -94,3 +94,12 @@ sp_status gguf_take_string(gguf_cursor *c, const char *what, size_t *at, size_t 
     g->strings_len += (size_t)n + 1;
     return SP_OK;
 }
+
+sp_status gguf_check_name(const gguf_cursor *c, size_t at, size_t len, const char *what)
+{
+    const unsigned char *s = (const unsigned char *)c->g->strings + at;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < 0x20 || s[i] == 0x7F)
+            return gguf_fail(c, "%s holds the control character 0x%02x at byte %zu (expected text)", what, s[i], i);
+    return SP_OK;
+}

@@ -1,8 +1,10 @@
 /* io/gguf_dequant.c: GGUF's plain float types and ggml's 32-element quantized blocks (Q8_0, Q4_0,
- * Q4_1, Q5_0, Q5_1) to float32, bit for bit what gguf.quants.dequantize (gguf 0.19.0) computes:
- * its numpy code works in float32 with one rounding per multiply and per add, and so does this
- * (C11 evaluates float expressions in float, and -std=c11 keeps GCC from fusing a multiply and an
- * add into one FMA). Block layouts are ggml's block_q* structs, little-endian. */
+ * Q4_1, Q5_0, Q5_1) to float32, bit for bit what gguf.quants.dequantize (gguf 0.19.0) computes in
+ * numpy float32. Why the bits agree: a float16 scale has 11 significant bits and a quant at most 8,
+ * so d * q is exact in float32 whatever the order; only the add of Q4_1's and Q5_1's minimum m
+ * rounds, once, in float as numpy does (C11 evaluates float expressions in float, and -std=c11 keeps
+ * GCC from contracting them into FMAs, which would round the same anyway). Block layouts are ggml's
+ * block_q* structs, little-endian. */
 #include "io/gguf_dequant.h"
 
 void gguf_dequant_f32(const unsigned char *src, size_t n_blocks, float *dst)

@@ -1,8 +1,10 @@
 /* io/gguf_dequant_k.c: ggml's K-quants (256-element super-blocks: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) to
- * float32, bit for bit what gguf.quants.dequantize (gguf 0.19.0) computes: each sub-block's scale
- * (and minimum) is first rounded to float32 as a product with the super-block's float16 d (dmin),
- * then x = scale * q (- minimum), one rounding per operation as in io/gguf_dequant.c. Element e of
- * a super-block is written as e = 128 j + 32 s + l etc. below, following ggml's block_q*_K structs. */
+ * float32, bit for bit what gguf.quants.dequantize (gguf 0.19.0) computes: as there, a sub-block's
+ * scale is first the float32 product of the super-block's float16 d and the sub-block's integer
+ * scale (dmin and its minimum likewise), then x = scale * q (- minimum). The products have at most
+ * 24 significant bits (Q6_K's, the widest: 11 + 7 + 5), so they are exact, and subtracting the
+ * minimum rounds once, in float, as numpy's float32 does (see io/gguf_dequant.c). Element e of a
+ * super-block is found in its block_q*_K struct by the index formulas below. */
 #include "io/gguf_dequant.h"
 
 #define QK_K 256

@@ -50,7 +50,7 @@ struct sp_gguf {
 typedef struct {
     sp_gguf *g;
     size_t pos;
-    const char *section;  /* "header", "metadata" or "tensor info" */
+    const char *section;  /* "header", "metadata", "tensor info" or "data section" */
     int item;             /* the key's or tensor's index in its section, -1 in the header */
     int named;            /* 1 once the item's key or name (at name_at in the arena) is read */
     size_t name_at;
@@ -71,6 +71,9 @@ sp_status gguf_take_u32(gguf_cursor *c, const char *what, uint32_t *out);
 sp_status gguf_take_u64(gguf_cursor *c, const char *what, uint64_t *out);
 /* A string at the cursor, copied NUL-terminated into the arena at *at (length *len); `what` names it. */
 sp_status gguf_take_string(gguf_cursor *c, const char *what, size_t *at, size_t *len);
+/* Keys and tensor names may not hold control characters (NUL included): they are looked up as C
+ * strings and quoted in one-line errors. */
+sp_status gguf_check_name(const gguf_cursor *c, size_t at, size_t len, const char *what);
 
 /* Reads the metadata, then the tensor infos (structure only: gguf_place_tensors checks the layout). */
 sp_status gguf_read_metadata(gguf_cursor *c);

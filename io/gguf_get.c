@@ -17,6 +17,10 @@ typedef struct {
     const gguf_value *node; /* the stored value (NULL for an element of a fixed-width array) */
 } item;
 
+/* What a public getter asks for; the names are the expected types in its errors. */
+typedef enum { AS_STRING, AS_UINT, AS_INT, AS_FLOAT, AS_BOOL, AS_ARRAY } wanted;
+static const char *const wanted_names[] = {"STRING", "an integer", "an integer", "FLOAT32 or FLOAT64", "BOOL", "ARRAY"};
+
 static sp_status fail(const item *it, const char *expected, const char *found)
 {
     char where[512];
@@ -93,7 +97,7 @@ static sp_status get_uint(const item *it, uint64_t *out)
     uint64_t bits = 0;
     int is_signed = 0;
     if (!integer_bits(it, &bits, &is_signed))
-        return wrong_type(it, "an integer");
+        return wrong_type(it, wanted_names[AS_UINT]);
     if (is_signed && as_int64(bits) < 0) {
         char found[32];
         snprintf(found, sizeof found, "%lld", (long long)as_int64(bits));
@@ -108,7 +112,7 @@ static sp_status get_int(const item *it, int64_t *out)
     uint64_t bits = 0;
     int is_signed = 0;
     if (!integer_bits(it, &bits, &is_signed))
-        return wrong_type(it, "an integer");
+        return wrong_type(it, wanted_names[AS_INT]);
     if (!is_signed && bits > INT64_MAX) {
         char found[32];
         snprintf(found, sizeof found, "%llu", (unsigned long long)bits);
@@ -126,14 +130,14 @@ static sp_status get_float(const item *it, double *out)
     else if (it->v.type == SP_GGUF_FLOAT64)
         *out = sp_le_f64(p);
     else
-        return wrong_type(it, "FLOAT32 or FLOAT64");
+        return wrong_type(it, wanted_names[AS_FLOAT]);
     return SP_OK;
 }
 
 static sp_status get_bool(const item *it, int *out)
 {
     if (it->v.type != SP_GGUF_BOOL)
-        return wrong_type(it, "BOOL");
+        return wrong_type(it, wanted_names[AS_BOOL]);
     *out = it->g->map.data[it->v.at];
     return SP_OK;
 }
@@ -141,7 +145,7 @@ static sp_status get_bool(const item *it, int *out)
 static sp_status get_string(const item *it, const char **s, size_t *len)
 {
     if (it->v.type != SP_GGUF_STRING)
-        return wrong_type(it, "STRING");
+        return wrong_type(it, wanted_names[AS_STRING]);
     *s = it->g->strings + it->v.at;
     if (len)
         *len = it->v.len;
@@ -151,99 +155,80 @@ static sp_status get_string(const item *it, const char **s, size_t *len)
 static sp_status get_array(const item *it, sp_gguf_array *out)
 {
     if (it->v.type != SP_GGUF_ARRAY)
-        return wrong_type(it, "ARRAY");
+        return wrong_type(it, wanted_names[AS_ARRAY]);
     *out = (sp_gguf_array){.type = it->v.elem, .count = it->v.len, .file = it->g, .kv = it->kv, .value = it->node,
                            .depth = it->depth};
-    memcpy(out->path, it->path, (size_t)it->depth * sizeof *it->path);
+    for (int d = 0; d < it->depth; d++)
+        out->path[d] = it->path[d];
     return SP_OK;
+}
+
+typedef struct {
+    const char **s;
+    size_t *len;
+} string_out;
+
+static sp_status convert(const item *it, wanted w, void *out)
+{
+    switch (w) {
+    case AS_STRING:
+        return get_string(it, ((string_out *)out)->s, ((string_out *)out)->len);
+    case AS_UINT:
+        return get_uint(it, out);
+    case AS_INT:
+        return get_int(it, out);
+    case AS_FLOAT:
+        return get_float(it, out);
+    case AS_BOOL:
+        return get_bool(it, out);
+    default:
+        return get_array(it, out);
+    }
+}
+
+static sp_status get_by_key(const sp_gguf *g, const char *key, wanted w, void *out)
+{
+    item it;
+    SP_TRY(by_key(g, key, wanted_names[w], &it));
+    return convert(&it, w, out);
+}
+
+static sp_status get_element(const sp_gguf_array *a, size_t i, wanted w, void *out)
+{
+    size_t path[SP_GGUF_MAX_NESTING];
+    item it;
+    SP_TRY(element(a, i, path, &it));
+    return convert(&it, w, out);
 }
 
 sp_status sp_gguf_get_string(const sp_gguf *g, const char *key, const char **s, size_t *len)
 {
-    item it;
-    SP_TRY(by_key(g, key, "STRING", &it));
-    return get_string(&it, s, len);
-}
-
-sp_status sp_gguf_get_uint(const sp_gguf *g, const char *key, uint64_t *out)
-{
-    item it;
-    SP_TRY(by_key(g, key, "an integer", &it));
-    return get_uint(&it, out);
-}
-
-sp_status sp_gguf_get_int(const sp_gguf *g, const char *key, int64_t *out)
-{
-    item it;
-    SP_TRY(by_key(g, key, "an integer", &it));
-    return get_int(&it, out);
-}
-
-sp_status sp_gguf_get_float(const sp_gguf *g, const char *key, double *out)
-{
-    item it;
-    SP_TRY(by_key(g, key, "FLOAT32 or FLOAT64", &it));
-    return get_float(&it, out);
-}
-
-sp_status sp_gguf_get_bool(const sp_gguf *g, const char *key, int *out)
-{
-    item it;
-    SP_TRY(by_key(g, key, "BOOL", &it));
-    return get_bool(&it, out);
-}
-
-sp_status sp_gguf_get_array(const sp_gguf *g, const char *key, sp_gguf_array *out)
-{
-    item it;
-    SP_TRY(by_key(g, key, "ARRAY", &it));
-    return get_array(&it, out);
+    string_out out = {s, len};
+    return get_by_key(g, key, AS_STRING, &out);
 }
 
 sp_status sp_gguf_array_string(const sp_gguf_array *a, size_t i, const char **s, size_t *len)
 {
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_string(&it, s, len);
+    string_out out = {s, len};
+    return get_element(a, i, AS_STRING, &out);
 }
 
-sp_status sp_gguf_array_uint(const sp_gguf_array *a, size_t i, uint64_t *out)
+sp_status sp_gguf_get_uint(const sp_gguf *g, const char *key, uint64_t *out) { return get_by_key(g, key, AS_UINT, out); }
+sp_status sp_gguf_get_int(const sp_gguf *g, const char *key, int64_t *out) { return get_by_key(g, key, AS_INT, out); }
+sp_status sp_gguf_get_float(const sp_gguf *g, const char *key, double *out) { return get_by_key(g, key, AS_FLOAT, out); }
+sp_status sp_gguf_get_bool(const sp_gguf *g, const char *key, int *out) { return get_by_key(g, key, AS_BOOL, out); }
+
+sp_status sp_gguf_get_array(const sp_gguf *g, const char *key, sp_gguf_array *out)
 {
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_uint(&it, out);
+    return get_by_key(g, key, AS_ARRAY, out);
 }
 
-sp_status sp_gguf_array_int(const sp_gguf_array *a, size_t i, int64_t *out)
-{
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_int(&it, out);
-}
-
-sp_status sp_gguf_array_float(const sp_gguf_array *a, size_t i, double *out)
-{
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_float(&it, out);
-}
-
-sp_status sp_gguf_array_bool(const sp_gguf_array *a, size_t i, int *out)
-{
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_bool(&it, out);
-}
+sp_status sp_gguf_array_uint(const sp_gguf_array *a, size_t i, uint64_t *out) { return get_element(a, i, AS_UINT, out); }
+sp_status sp_gguf_array_int(const sp_gguf_array *a, size_t i, int64_t *out) { return get_element(a, i, AS_INT, out); }
+sp_status sp_gguf_array_float(const sp_gguf_array *a, size_t i, double *out) { return get_element(a, i, AS_FLOAT, out); }
+sp_status sp_gguf_array_bool(const sp_gguf_array *a, size_t i, int *out) { return get_element(a, i, AS_BOOL, out); }
 
 sp_status sp_gguf_array_array(const sp_gguf_array *a, size_t i, sp_gguf_array *out)
 {
-    size_t path[SP_GGUF_MAX_NESTING];
-    item it;
-    SP_TRY(element(a, i, path, &it));
-    return get_array(&it, out);
+    return get_element(a, i, AS_ARRAY, out);
 }

@@ -110,8 +110,7 @@ sp_status gguf_read_metadata(gguf_cursor *c)
         gguf_kv *kv = &g->kvs[i];
         size_t len = 0;
         SP_TRY(gguf_take_string(c, "the key", &kv->key, &len));
-        if (memchr(g->strings + kv->key, '\0', len))
-            return gguf_fail(c, "the key holds a NUL byte");
+        SP_TRY(gguf_check_name(c, kv->key, len, "the key"));
         c->named = 1;
         c->name_at = kv->key;
         sp_gguf_value_type type = SP_GGUF_UINT8;

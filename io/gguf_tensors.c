@@ -15,8 +15,7 @@ static sp_status read_info(gguf_cursor *c, sp_gguf_tensor *t, size_t *name_at)
     SP_TRY(gguf_take_string(c, "the tensor name", name_at, &len));
     if (len > MAX_NAME_BYTES)
         return gguf_fail(c, "tensor name of %zu bytes (expected at most %d)", len, MAX_NAME_BYTES);
-    if (memchr(c->g->strings + *name_at, '\0', len))
-        return gguf_fail(c, "the tensor name holds a NUL byte");
+    SP_TRY(gguf_check_name(c, *name_at, len, "the tensor name"));
     c->named = 1;
     c->name_at = *name_at;
     uint32_t n_dims = 0;
