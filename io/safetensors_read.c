@@ -1,29 +1,7 @@
 /* io/safetensors_read.c: safetensors tensor elements as sp_real. */
-#include <math.h>
-#include <string.h>
-
+#include "io/half.h"
 #include "io/le.h"
 #include "io/safetensors.h"
-
-static float float_from_bits(uint32_t bits)
-{
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
-/* IEEE binary16 -> binary32, exact: sign bit 15, exponent bits 10-14 (bias 15), mantissa bits 0-9. */
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
-    if (exponent == 0x1F) /* inf, or NaN with its payload and quiet bit kept */
-        return float_from_bits(sign | 0x7F800000u | mantissa << 13);
-    if (exponent == 0) { /* zero or subnormal: mantissa x 2^-24, exact in binary32 */
-        float magnitude = ldexpf((float)mantissa, -24);
-        return sign ? -magnitude : magnitude;
-    }
-    return float_from_bits(sign | (exponent + 127 - 15) << 23 | mantissa << 13); /* rebias */
-}
 
 sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real *dst)
 {
@@ -45,11 +23,11 @@ sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real 
         break;
     case SP_ST_F16:
         for (size_t i = 0; i < count; i++)
-            dst[i] = (sp_real)half_to_float(sp_le_u16(p + 2 * (first + i)));
+            dst[i] = (sp_real)sp_half_to_float(sp_le_u16(p + 2 * (first + i)));
         break;
-    default: /* BF16: the upper half of a binary32 */
+    default: /* BF16 */
         for (size_t i = 0; i < count; i++)
-            dst[i] = (sp_real)float_from_bits((uint32_t)sp_le_u16(p + 2 * (first + i)) << 16);
+            dst[i] = (sp_real)sp_bf16_to_float(sp_le_u16(p + 2 * (first + i)));
         break;
     }
     return SP_OK;

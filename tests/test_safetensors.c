@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 
 #include "io/safetensors.h"
 #include "support/byte_buf.h"
+#include "support/open_files.h"
 #include "support/scratch.h"
 
 /* ---- building files ---- */
@@ -776,28 +776,6 @@ static void test_index_bad_weight_map(void **state)
 }
 
 /* Open descriptors and mappings of the scratch files are all released, after success and failure. */
-static int count_open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-static int count_mappings_of(const char *dir)
-{
-    char *maps = scratch_read_file("/proc/self/maps", NULL);
-    int n = 0;
-    for (const char *p = maps; p && (p = strstr(p, dir)) != NULL; p++)
-        n++;
-    free(maps);
-    return n;
-}
-
 static void test_releases_everything(void **state)
 {
     (void)state;

@@ -48,6 +48,8 @@ void byte_buf_put_u16(byte_buf *b, uint16_t v)
     byte_buf_put(b, bytes, 2);
 }
 
+void byte_buf_put_u32(byte_buf *b, uint32_t v) { put_le32(b, v); }
+
 void byte_buf_put_u64(byte_buf *b, uint64_t v)
 {
     put_le32(b, (uint32_t)v);
