@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "io/le.h"
+#include "io/mapped_file.h"
 #include "io/safetensors.h"
 
 static float float_from_bits(uint32_t bits)
@@ -54,3 +55,5 @@ sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real 
     }
     return SP_OK;
 }
+
+void sp_st_release(const sp_st_tensor *t) { sp_mapped_release(t->data, t->nbytes); }
