@@ -75,6 +75,12 @@ endif
 # value changes (it is clang's default).
 $(BUILD)/f32/kernels/cpu/%.o $(BUILD)/f64/kernels/cpu/%.o: CFLAGS += -fno-trapping-math
 
+# Importing a Hugging Face model converts, checks and transposes every weight in loops of unknown
+# trip count, which -O2's very-cheap vectorizer cost model leaves scalar (bench/bench_hf_open.c:
+# about 20% of the load time).
+IMPORT_LOOPS := io/safetensors_read io/hf_dir
+$(foreach f,$(IMPORT_LOOPS),$(BUILD)/f32/$(f).o $(BUILD)/f64/$(f).o): CFLAGS += -fvect-cost-model=dynamic
+
 $(BUILD)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -c $< -o $@

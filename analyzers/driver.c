@@ -146,6 +146,15 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         printf("%-34s %8.3f\npeak %s memory: %.1f MiB (allocated through the backend: weights, activations, "
                "accumulators, solver workspaces)\npeak memory: %.1f MiB (maximum resident set size of the process)\n",
                "total", seconds_total, a->be->name, rs->peak_mib, peak_rss);
+    if (a->model) { /* the two parts of the peak that the model's size sets */
+        const double weights = (double)sp_model_n_weights(a->model) * sizeof(sp_real) / 1048576.0;
+        const double acts = (double)sp_model_activation_bytes(a->model, a->batch, a->seq_len) / 1048576.0;
+        SP_TRY(sp_report_set_scalar(r, "run", "weights_mib", weights));
+        SP_TRY(sp_report_set_scalar(r, "run", "activations_mib", acts));
+        if (!quiet)
+            printf("model: %.1f MiB of weights, %.1f MiB of activations for a pass of %d x %d tokens\n", weights, acts,
+                   a->batch, a->seq_len);
+    }
     if (rs->peak_mib > a->opts->max_memory_gib * 1024)
         fprintf(stderr, "analyze: warning: the peak backend memory %.1f MiB exceeded --max-memory-gib %g\n", rs->peak_mib,
                 a->opts->max_memory_gib);

@@ -62,7 +62,8 @@ except ImportError:  # PyTorch 1.13 (Debian's python3-torch): functorch, no chun
     jacrev = None
 
 
-def parse_args():
+def arg_parser():
+    """The options every analysis benchmark takes (bench/analyze_hf_torch.py adds its own)."""
     ap = argparse.ArgumentParser()
     for name, default in [("d-model", 256), ("n-layers", 12), ("n-heads", 8), ("d-ff", 1024), ("vocab", 256),
                           ("seq", 256), ("batch", 8), ("n-tokens", 16384), ("threads", 2), ("grad-batches", 1),
@@ -77,7 +78,11 @@ def parse_args():
     ap.add_argument("--warmup", choices=["auto", "yes", "no"], default="auto",
                     help="a shortened run of every stage before the timed rounds (auto: on cuda only)")
     ap.add_argument("--tokens", help="whitespace-separated token ids (default: random ids)")
-    args = ap.parse_args()
+    return ap
+
+
+def parse_args(ap=None):
+    args = (ap or arg_parser()).parse_args()
     args.device = torch.device(args.device)
     if args.linalg_dtype == "auto":
         args.linalg_dtype = "float32" if args.device.type == "cuda" else "float64"
@@ -282,8 +287,8 @@ def pruning(model, inputs, targets, args):
     return losses
 
 
-def analysis(model, inputs, targets, args):
-    """Every stage once; {stage: seconds} and the total."""
+def analysis(model, inputs, targets, args, collect=collect):
+    """Every stage once; {stage: seconds} and the total. collect: the forward passes with hooks."""
     stages = {}
 
     def timed(name, fn, *a):
@@ -314,33 +319,41 @@ def analysis(model, inputs, targets, args):
     return stages, time.perf_counter() - t_start
 
 
-def main():
-    args = parse_args()
+def setup(args):
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
     torch.manual_seed(0)
+
+
+def measure(model, args, collect=collect):
+    """The warm-up (when asked) and the timed rounds of `analysis`: the result object main prints."""
     cuda = args.device.type == "cuda"
-    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq,
-                  variant=args.variant).to(args.device)
     inputs, targets = eval_set(args)
     if args.warmup == "yes":  # same shapes, fewer iterations: initialization costs stay out of the rounds
         warm = copy.copy(args)
         warm.power_iters, warm.jac_tokens = min(2, args.power_iters), 1
-        analysis(model, inputs, targets, warm)
+        analysis(model, inputs, targets, warm, collect)
     if cuda:
         torch.cuda.reset_peak_memory_stats(args.device)
-    rounds = [analysis(model, inputs, targets, args) for _ in range(args.rounds)]
+    rounds = [analysis(model, inputs, targets, args, collect) for _ in range(args.rounds)]
     stages = {name: statistics.median(r[0][name] for r in rounds) for name in rounds[0][0]}
-    result = {"impl": "pytorch " + torch.__version__, "threads": args.threads, "device": str(args.device),
-              "gpu": torch.cuda.get_device_name(args.device) if cuda else None, "variant": args.variant,
-              "tf32": args.tf32, "linalg_dtype": args.linalg_dtype, "warmup": args.warmup == "yes",
-              "rounds": args.rounds, "stages": stages, "total_s": statistics.median(r[1] for r in rounds),
-              "round_totals_s": [r[1] for r in rounds],
-              "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-              "peak_gpu_mib": torch.cuda.max_memory_allocated(args.device) / 2**20 if cuda else None,
-              "peak_gpu_reserved_mib": torch.cuda.max_memory_reserved(args.device) / 2**20 if cuda else None}
-    print(json.dumps(result))
+    return {"impl": "pytorch " + torch.__version__, "threads": args.threads, "device": str(args.device),
+            "gpu": torch.cuda.get_device_name(args.device) if cuda else None, "variant": args.variant,
+            "tf32": args.tf32, "linalg_dtype": args.linalg_dtype, "warmup": args.warmup == "yes",
+            "rounds": args.rounds, "stages": stages, "total_s": statistics.median(r[1] for r in rounds),
+            "round_totals_s": [r[1] for r in rounds],
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_gpu_mib": torch.cuda.max_memory_allocated(args.device) / 2**20 if cuda else None,
+            "peak_gpu_reserved_mib": torch.cuda.max_memory_reserved(args.device) / 2**20 if cuda else None}
+
+
+def main():
+    args = parse_args()
+    setup(args)
+    model = Model(args.vocab, args.d_model, args.n_layers, args.n_heads, args.d_ff, args.seq,
+                  variant=args.variant).to(args.device)
+    print(json.dumps(measure(model, args)))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 echo "model: pre, d_model 256, 12 layers, 8 heads, d_ff 1024, vocab 256; 16384 tokens (64 x 256), batch 8; $threads threads"
 echo "jacobian: $JAC_SEQ tokens, $POWER_ITERS products per run, top-$TOPK, $JAC_TOKENS token-local positions"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg)"
-i=0
+i=0 pairs=""
 while [ "$i" -lt "$rounds" ]; do
     "$build"/spanprobe analyze "$work/pre.h5" --tokens "$work/tokens.txt" --out "$work/report.h5" --device cpu \
         --n-tokens 16384 --seq-len 256 --batch 8 --grad-batches 1 --prune-batches 2 --jac-seq "$JAC_SEQ" \
@@ -49,34 +49,8 @@ while [ "$i" -lt "$rounds" ]; do
         >"$work/ours.$i.txt" 2>"$work/ours.$i.err" || { cat "$work/ours.$i.err" >&2; exit 1; }
     $py bench/analyze_torch.py --threads "$threads" --tokens "$work/tokens.txt" --jac-seq "$JAC_SEQ" \
         --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --topk "$TOPK" >"$work/theirs.$i.json"
+    pairs="$pairs $work/ours.$i.txt $work/theirs.$i.json"
     i=$((i + 1))
 done
-ROUNDS="$rounds" WORK="$work" $py - <<'PY'
-import json, os, re, statistics
-rounds, work = int(os.environ["ROUNDS"]), os.environ["WORK"]
-# spanprobe's stage table: "name [(pass|finish)] seconds [peak MiB]" lines; an analyzer's pass and
-# finish add up; the first line is "forward passes (and begin)"
-def ours(i):
-    stages, peak = {}, None
-    for line in open(f"{work}/ours.{i}.txt"):
-        m = re.match(r"^(.+?)\s+(?:\((?:pass|finish)\)\s+)?([0-9.]+)(?:\s+[0-9.]+)?$", line.strip())
-        if m:
-            name = re.sub(r" \(and begin\)$", "", m.group(1))
-            stages[name] = stages.get(name, 0) + float(m.group(2))
-        m = re.match(r"^peak memory: ([0-9.]+) MiB", line)
-        if m:
-            peak = float(m.group(1))
-    total = stages.pop("total")
-    return stages, total, peak
-for i in range(rounds):
-    s, s_total, s_peak = ours(i)
-    t = json.load(open(f"{work}/theirs.{i}.json"))
-    print(f"\nround {i + 1}: {'stage':<18} {'spanprobe s':>12} {'pytorch s':>10} {'ratio':>7}")
-    for name, sec in s.items():
-        theirs = t["stages"].get(name, float("nan"))
-        print(f"         {name:<18} {sec:12.2f} {theirs:10.2f} {theirs / sec if sec else float('nan'):7.2f}")
-    print(f"         {'total':<18} {s_total:12.2f} {t['total_s']:10.2f} {t['total_s'] / s_total:7.2f}"
-          "  (ratio = pytorch / spanprobe: > 1 means spanprobe is faster)")
-    print(f"         peak memory: spanprobe {s_peak:.0f} MiB, pytorch {t['peak_rss_mib']:.0f} MiB"
-          f" ({t['impl']})")
-PY
+# shellcheck disable=SC2086 # the pairs are separate arguments
+$py bench/stage_table.py $pairs

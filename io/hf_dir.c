@@ -68,6 +68,7 @@ typedef struct {
     const sp_st_tensor *src;
     int64_t rows, cols;   /* of the spanprobe parameter ([dim, 1] for vectors) */
     int64_t head_dim, rot; /* rot 0: rows are not reordered */
+    sp_real gain_offset;   /* added to a norm gain's values */
 } param_source;
 
 static int64_t source_row(const param_source *ps, int64_t r)
@@ -112,6 +113,10 @@ static sp_status locate(const sp_hf_config *hc, const sp_st_archive *st, const s
     ps->cols = spec->rank == 2 ? spec->shape[1] : 1;
     ps->head_dim = sp_config_head_dim(cfg);
     ps->rot = ps->entry->rope_rows && hc->family->rope_half_split ? sp_config_rope_dims(cfg) : 0;
+    ps->gain_offset = (sp_real)hc->family->gain_offset;
+    if (ps->entry->transposed && (ps->entry->rows == SP_HF_ROWS_NEOX_QKV || ps->rot))
+        return sp_error(SP_ERR_INTERNAL, "%s: the import table transposes parameter %s and interleaves its rows",
+                        hc->architecture, spec->name);
     const int64_t total = ps->entry->rows == SP_HF_ROWS_PLAIN ? ps->rows : 3 * ps->rows;
     int64_t want[2] = {total, ps->cols};
     if (ps->entry->transposed) {
@@ -132,39 +137,81 @@ static sp_status locate(const sp_hf_config *hc, const sp_st_archive *st, const s
     return SP_OK;
 }
 
-/* The parameter's values, in spanprobe's layout, into dst [rows * cols]. */
-static sp_status fill(const param_source *ps, sp_real *dst)
+/* Values are converted in chunks that stay in cache for the checks that follow. */
+#define CHUNK_ELEMS 16384
+
+/* count elements of the tensor from element first into dst, with the norm-gain offset added; *bad
+ * counts the NaN/Inf values among them. */
+static sp_status read_checked(const param_source *ps, size_t first, size_t count, sp_real *dst, size_t *bad)
 {
-    const sp_st_tensor *src = ps->src;
-    if (!ps->entry->transposed) {
-        for (int64_t r = 0; r < ps->rows; r++)
-            SP_TRY(sp_st_read(src, (size_t)(source_row(ps, r) * ps->cols), (size_t)ps->cols, dst + r * ps->cols));
-        return SP_OK;
+    size_t non_finite = 0;
+    for (size_t done = 0; done < count;) {
+        const size_t n = count - done < CHUNK_ELEMS ? count - done : CHUNK_ELEMS;
+        sp_real *out = dst + done;
+        SP_TRY(sp_st_read(ps->src, first + done, n, out));
+        if (ps->entry->norm_gain)
+            for (size_t i = 0; i < n; i++)
+                out[i] += ps->gain_offset;
+        for (size_t i = 0; i < n; i++)
+            non_finite += !isfinite(out[i]);
+        done += n;
     }
-    /* stored [cols, rows]: one stored row at a time, scattered into a column */
-    const int64_t stored_row = src->shape[1];
-    sp_real *row = sp_malloc((size_t)stored_row * sizeof *row, "transposed tensor row");
-    if (!row)
+    *bad += non_finite;
+    return SP_OK;
+}
+
+/* A stored row layout: consecutive source rows are read as one run. */
+static sp_status fill_rows(const param_source *ps, sp_real *dst, size_t *bad)
+{
+    for (int64_t r = 0; r < ps->rows;) {
+        const int64_t first = source_row(ps, r);
+        int64_t n = 1;
+        while (r + n < ps->rows && source_row(ps, r + n) == first + n)
+            n++;
+        SP_TRY(read_checked(ps, (size_t)(first * ps->cols), (size_t)(n * ps->cols), dst + r * ps->cols, bad));
+        r += n;
+    }
+    return SP_OK;
+}
+
+/* A stored [cols, rows] tensor (Conv1D) holds the parameter's columns as its rows. It is copied in
+ * tiles: TILE_ROWS values of TILE_COLS stored rows are read into a buffer that stays in cache, then
+ * written out a parameter row at a time, every write a contiguous run of TILE_COLS values. The
+ * buffer's rows are padded: with lengths of 2^k floats they would all fall into the same cache sets. */
+#define TILE_COLS 64
+#define TILE_ROWS 256
+#define TILE_STRIDE (TILE_ROWS + 16)
+
+static sp_status fill_transposed(const param_source *ps, sp_real *dst, size_t *bad)
+{
+    const int64_t stored_row = ps->src->shape[1], first = source_row(ps, 0); /* rows consecutive (locate) */
+    sp_real *tile = sp_malloc(TILE_COLS * TILE_STRIDE * sizeof *tile, "transpose tile");
+    if (!tile)
         return SP_ERR_NOMEM;
     sp_status st = SP_OK;
-    for (int64_t c = 0; c < ps->cols && st == SP_OK; c++) {
-        st = sp_st_read(src, (size_t)(c * stored_row), (size_t)stored_row, row);
-        for (int64_t r = 0; st == SP_OK && r < ps->rows; r++)
-            dst[r * ps->cols + c] = row[source_row(ps, r)];
+    for (int64_t r0 = 0; r0 < ps->rows && st == SP_OK; r0 += TILE_ROWS) {
+        const int64_t nr = ps->rows - r0 < TILE_ROWS ? ps->rows - r0 : TILE_ROWS;
+        for (int64_t c0 = 0; c0 < ps->cols && st == SP_OK; c0 += TILE_COLS) {
+            const int64_t nc = ps->cols - c0 < TILE_COLS ? ps->cols - c0 : TILE_COLS;
+            for (int64_t j = 0; j < nc && st == SP_OK; j++)
+                st = read_checked(ps, (size_t)((c0 + j) * stored_row + first + r0), (size_t)nr,
+                                  tile + j * TILE_STRIDE, bad);
+            for (int64_t r = 0; st == SP_OK && r < nr; r++) {
+                sp_real *to = dst + (r0 + r) * ps->cols + c0;
+                for (int64_t j = 0; j < nc; j++)
+                    to[j] = tile[j * TILE_STRIDE + r];
+            }
+        }
     }
-    free(row);
+    free(tile);
     return st;
 }
 
-static sp_status finish_values(const sp_hf_config *hc, const param_source *ps, const char *param, sp_real *dst)
+/* The parameter's values, in spanprobe's layout, into dst [rows * cols]; NaN/Inf are an error. */
+static sp_status fill(const param_source *ps, const char *param, sp_real *dst)
 {
-    const size_t n = (size_t)(ps->rows * ps->cols);
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ps->entry->norm_gain)
-            dst[i] += (sp_real)hc->family->gain_offset;
-        bad += !isfinite(dst[i]);
-    }
+    SP_TRY(ps->entry->transposed ? fill_transposed(ps, dst, &bad) : fill_rows(ps, dst, &bad));
     if (bad)
         return sp_error(SP_ERR_NUMERIC, "%s: tensor '%s' (spanprobe parameter %s) holds %zu NaN/Inf values",
                         ps->src->file, ps->src->name, param, bad);
@@ -302,9 +349,8 @@ static sp_status load_params(const hf_plan *p, sp_model *m)
         }
         if (!dst)
             dst = scratch;
-        st = fill(&p->sources[i], dst);
-        if (st == SP_OK)
-            st = finish_values(&p->hc, &p->sources[i], p->specs[i].name, dst);
+        st = fill(&p->sources[i], p->specs[i].name, dst);
+        sp_st_release(p->sources[i].src); /* a parameter sharing the tensor maps its pages again */
         if (st == SP_OK && !in_place)
             sp_model_set_param(m, i, dst);
     }

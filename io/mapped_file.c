@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* madvise: posix_madvise(POSIX_MADV_DONTNEED) is a no-op in glibc */
 #include "io/mapped_file.h"
 
 #include <errno.h>
@@ -43,4 +44,13 @@ void sp_unmap_file(sp_mapped_file *m)
     if (m->data)
         munmap((void *)m->data, m->size);
     *m = (sp_mapped_file){0};
+}
+
+void sp_mapped_release(const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = (uintptr_t)p & ~(page - 1), end = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    madvise((void *)begin, end - begin, MADV_DONTNEED); /* advice: nothing to do when refused */
 }

@@ -15,5 +15,9 @@ typedef struct {
  * without a writer never blocks). Both name the path. The descriptor is closed before returning. */
 sp_status sp_map_file(const char *path, sp_mapped_file *m);
 void sp_unmap_file(sp_mapped_file *m);
+/* Drops the pages covering [p, p + n) of a mapping from the process's resident memory (madvise
+ * MADV_DONTNEED on the page-aligned range around it); the data stay readable: a later access maps
+ * them again from the file. */
+void sp_mapped_release(const void *p, size_t n);
 
 #endif

@@ -80,4 +80,10 @@ int sp_st_dtype_is_readable(sp_st_dtype dtype);
  * naming the tensor, for another dtype or a range past the tensor's end. */
 sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real *dst);
 
+/* Lets the tensor's pages of the mapping go (io/mapped_file.h, sp_mapped_release): pages read stay
+ * resident while the archive is open, so a loader that has converted a tensor calls this to keep
+ * the mapped file from adding to its peak memory. The data stay readable (mapped again on access);
+ * pages shared with neighbouring tensors go too and are mapped again as well. */
+void sp_st_release(const sp_st_tensor *t);
+
 #endif

@@ -1,6 +1,7 @@
 /* io/safetensors_read.c: safetensors tensor elements as sp_real. */
 #include "io/half.h"
 #include "io/le.h"
+#include "io/mapped_file.h"
 #include "io/safetensors.h"
 
 sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real *dst)
@@ -32,3 +33,5 @@ sp_status sp_st_read(const sp_st_tensor *t, size_t first, size_t count, sp_real 
     }
     return SP_OK;
 }
+
+void sp_st_release(const sp_st_tensor *t) { sp_mapped_release(t->data, t->nbytes); }

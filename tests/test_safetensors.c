@@ -798,6 +798,62 @@ static void test_releases_everything(void **state)
     assert_int_equal(count_mappings_of(scratch), maps);
 }
 
+/* Resident KiB of this process's mappings of path (/proc/self/smaps), -1 when it cannot be read. */
+static long mapped_rss_kib(const char *path)
+{
+    char *smaps = scratch_read_file("/proc/self/smaps", NULL);
+    if (!smaps)
+        return -1;
+    long total = 0;
+    for (const char *p = smaps; (p = strstr(p, path)) != NULL; p++) {
+        const char *rss = strstr(p, "\nRss:");
+        long kib = 0;
+        if (rss && sscanf(rss, "\nRss: %ld kB", &kib) == 1)
+            total += kib;
+    }
+    free(smaps);
+    return total;
+}
+
+/* sp_st_release drops a read tensor's pages from resident memory (its neighbour's shared page
+ * too), and both stay readable: MADV_DONTNEED on a private read-only file mapping maps the file's
+ * pages again on the next access. */
+static void test_release_keeps_data(void **state)
+{
+    (void)state;
+    enum { BIG = 65536, SMALL = 3 }; /* 256 KiB of F32, then 3 more values sharing its last page */
+    byte_buf data = {0};
+    for (int i = 0; i < BIG + SMALL; i++)
+        byte_buf_put_f32(&data, 0.5f * (float)i - 7.0f);
+    byte_buf file = st_bytes("{" ENTRY("big", "F32", "[256,256]", "[0,262144]") ","
+                             ENTRY("tail", "F32", "[3]", "[262144,262156]") "}", data.data, data.len);
+    char path[4200];
+    write_bytes("release.safetensors", &file, path, sizeof path);
+    sp_st_archive *a = open_ok(path);
+    const sp_st_tensor *big = sp_st_find(a, "big"), *tail = sp_st_find(a, "tail");
+    sp_real *got = malloc((BIG + SMALL) * sizeof *got), *want = malloc((BIG + SMALL) * sizeof *want);
+    for (int i = 0; i < BIG + SMALL; i++)
+        want[i] = 0.5f * (float)i - 7.0f;
+    assert_int_equal(sp_st_read(big, 0, BIG, got), SP_OK);
+    long read_kib = mapped_rss_kib(path);
+    sp_st_release(big);
+    long released_kib = mapped_rss_kib(path);
+    if (read_kib >= 0) {
+        assert_true(read_kib >= 256);
+        assert_true(released_kib <= 4); /* at most a page the kernel keeps mapped */
+    }
+    assert_int_equal(sp_st_read(big, 0, BIG, got), SP_OK);
+    assert_int_equal(sp_st_read(tail, 0, SMALL, got + BIG), SP_OK);
+    assert_reals(got, want, BIG + SMALL, 0, "after release");
+    if (read_kib >= 0)
+        assert_true(mapped_rss_kib(path) >= 256); /* mapped again */
+    sp_st_close(a);
+    free(got);
+    free(want);
+    byte_buf_free(&file);
+    byte_buf_free(&data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -855,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_tensor_in_two_shards),
         cmocka_unit_test(test_index_bad_weight_map),
         cmocka_unit_test(test_releases_everything),
+        cmocka_unit_test(test_release_keeps_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
