@@ -105,35 +105,30 @@ static void read_all(void *arg)
         read_file(j->files[i], j->chunk);
 }
 
-static void load(void *arg)
+/* Loads the model and frees it; its number of weights. */
+static size_t load_model(const char *dir)
 {
-    const job *j = arg;
     sp_model *m = NULL;
     sp_ckpt_meta meta;
-    if (sp_hf_load(j->dir, sp_backend_cpu(), &m, &meta) != SP_OK) {
+    if (sp_hf_load(dir, sp_backend_cpu(), &m, &meta) != SP_OK) {
         fprintf(stderr, "bench_hf_open: %s\n", sp_error_message());
         exit(1);
     }
+    const size_t n = sp_model_n_weights(m);
     sp_model_free(m);
     sp_ckpt_meta_free(&meta);
+    return n;
 }
+
+static void load(void *arg) { load_model(((const job *)arg)->dir); }
 
 /* The peak resident memory of a process that does one load (MiB), and the model's weights as
  * float32 (MiB): what the mapped files add on top shows as the difference. */
-static double load_peak_rss_mib(job *j, double *weights_mib)
+static double load_peak_rss_mib(const job *j, double *weights_mib)
 {
-    sp_model *m = NULL;
-    sp_ckpt_meta meta;
-    if (sp_hf_load(j->dir, sp_backend_cpu(), &m, &meta) != SP_OK) {
-        fprintf(stderr, "bench_hf_open: %s\n", sp_error_message());
-        exit(1);
-    }
-    *weights_mib = (double)sp_model_n_weights(m) * 4 / 1048576.0;
-    sp_model_free(m);
-    sp_ckpt_meta_free(&meta);
     pid_t child = fork();
     if (child == 0) {
-        load(j);
+        load_model(j->dir);
         _exit(0);
     }
     int status = 0;
@@ -143,6 +138,7 @@ static double load_peak_rss_mib(job *j, double *weights_mib)
         fprintf(stderr, "bench_hf_open: the load in a child process failed\n");
         exit(1);
     }
+    *weights_mib = (double)load_model(j->dir) * 4 / 1048576.0;
     return ru.ru_maxrss / 1024.0;
 }
 

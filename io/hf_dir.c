@@ -140,7 +140,7 @@ static sp_status locate(const sp_hf_config *hc, const sp_st_archive *st, const s
 /* Values are converted in chunks that stay in cache for the checks that follow. */
 #define CHUNK_ELEMS 16384
 
-/* count elements of the tensor from element first into dst, with the norm-gain offset added; *bad
+/* `count` elements of the tensor from element `first` into dst, with the norm-gain offset added; *bad
  * counts the NaN/Inf values among them. */
 static sp_status read_checked(const param_source *ps, size_t first, size_t count, sp_real *dst, size_t *bad)
 {
@@ -160,7 +160,8 @@ static sp_status read_checked(const param_source *ps, size_t first, size_t count
     return SP_OK;
 }
 
-/* A stored row layout: consecutive source rows are read as one run. */
+/* Rows stored as rows: each run of consecutive source rows is one read (the whole tensor when no row
+ * is reordered). */
 static sp_status fill_rows(const param_source *ps, sp_real *dst, size_t *bad)
 {
     for (int64_t r = 0; r < ps->rows;) {
@@ -350,7 +351,7 @@ static sp_status load_params(const hf_plan *p, sp_model *m)
         if (!dst)
             dst = scratch;
         st = fill(&p->sources[i], p->specs[i].name, dst);
-        sp_st_release(p->sources[i].src); /* a parameter sharing the tensor maps its pages again */
+        sp_st_release(p->sources[i].src); /* read: out of resident memory (q, k, v of a fused tensor map it again) */
         if (st == SP_OK && !in_place)
             sp_model_set_param(m, i, dst);
     }

@@ -84,6 +84,7 @@ static void test_checkpoint(void **state)
            &out);
     assert_non_null(strstr(out, "peak memory"));
     assert_non_null(strstr(out, "forward passes"));
+    assert_non_null(strstr(out, "MiB of activations for a pass of 4 x 8 tokens"));
     free(out);
 
     report_view v;
@@ -102,6 +103,8 @@ static void test_checkpoint(void **state)
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "seq_len")->valueint, 8);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(opts, "data")->valuestring, f->text);
     assert_true(report_view_scalar(&v, "run", "peak_rss_mib") > 0);
+    assert_true(report_view_scalar(&v, "run", "weights_mib") > 0);
+    assert_true(report_view_scalar(&v, "run", "activations_mib") > 0);
     assert_int_equal((int)report_view_scalar(&v, "run", "n_tokens"), 48);
     assert_int_equal((int)report_view_scalar(&v, "similarity", "tokens"), 48);
     report_view_close(&v);
