@@ -38,6 +38,43 @@ void gb_kv_string(byte_buf *b, const char *key, const char *v)
     gb_string(b, v);
 }
 
+void gb_kv_bool(byte_buf *b, const char *key, int v)
+{
+    gb_string(b, key);
+    byte_buf_put_u32(b, SP_GGUF_BOOL);
+    unsigned char byte = v != 0;
+    byte_buf_put(b, &byte, 1);
+}
+
+static void array_head(byte_buf *b, const char *key, sp_gguf_value_type type, size_t n)
+{
+    gb_string(b, key);
+    byte_buf_put_u32(b, SP_GGUF_ARRAY);
+    byte_buf_put_u32(b, type);
+    byte_buf_put_u64(b, n);
+}
+
+void gb_kv_strings(byte_buf *b, const char *key, const char *const *v, size_t n)
+{
+    array_head(b, key, SP_GGUF_STRING, n);
+    for (size_t i = 0; i < n; i++)
+        gb_string(b, v[i]);
+}
+
+void gb_kv_i32s(byte_buf *b, const char *key, const int32_t *v, size_t n)
+{
+    array_head(b, key, SP_GGUF_INT32, n);
+    for (size_t i = 0; i < n; i++)
+        byte_buf_put_i32(b, v[i]);
+}
+
+void gb_kv_f32s(byte_buf *b, const char *key, const float *v, size_t n)
+{
+    array_head(b, key, SP_GGUF_FLOAT32, n);
+    for (size_t i = 0; i < n; i++)
+        byte_buf_put_f32(b, v[i]);
+}
+
 void gb_tensor_info(byte_buf *b, const gb_info *t)
 {
     gb_string(b, t->name);

@@ -9,9 +9,14 @@
 /* A GGUF string: uint64 length, then the bytes. */
 void gb_string(byte_buf *b, const char *s);
 void gb_header(byte_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kvs);
-/* A key-value pair of type UINT32, or STRING. */
+/* A key-value pair of type UINT32, STRING or BOOL. */
 void gb_kv_u32(byte_buf *b, const char *key, uint32_t v);
 void gb_kv_string(byte_buf *b, const char *key, const char *v);
+void gb_kv_bool(byte_buf *b, const char *key, int v);
+/* Arrays of STRING, INT32 and FLOAT32. */
+void gb_kv_strings(byte_buf *b, const char *key, const char *const *v, size_t n);
+void gb_kv_i32s(byte_buf *b, const char *key, const int32_t *v, size_t n);
+void gb_kv_f32s(byte_buf *b, const char *key, const float *v, size_t n);
 
 /* A tensor info as the file states it (n_dims up to 5, to test the limit of 4). */
 typedef struct {
