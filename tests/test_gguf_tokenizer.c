@@ -15,12 +15,12 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "core/sha256.h"
 #include "io/gguf_tokenizer.h"
 #include "io/hf_tokenizer.h"
 #include "support/gguf_build.h"
 #include "support/json_file.h"
 #include "support/scratch.h"
+#include "support/tok_expect.h"
 
 #define FIXTURES "fixtures/gguf_tokenizers/"
 
@@ -54,65 +54,6 @@ static void load_fixture(const char *name, int vocab_size, sp_tokenizer *t)
         fail_msg("loading %s: %s", path, sp_error_message());
 }
 
-static void encode(const sp_tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids, size_t *n)
-{
-    sp_error_clear();
-    if (sp_tokenizer_encode(t, text, len, add_bos, ids, n) != SP_OK)
-        fail_msg("encode: %s", sp_error_message());
-}
-
-static void assert_ids(const int32_t *ids, size_t n, const cJSON *want, const char *what)
-{
-    size_t n_want = (size_t)cJSON_GetArraySize(want), i = 0;
-    for (const cJSON *e = want->child; e && i < n; e = e->next, i++)
-        if (ids[i] != e->valueint)
-            fail_msg("%s: id %zu is %d, transformers gives %d (%zu ids, expected %zu)", what, i, ids[i], e->valueint,
-                     n, n_want);
-    if (n != n_want)
-        fail_msg("%s: %zu ids, transformers gives %zu (equal up to %zu)", what, n, n_want, i);
-}
-
-static void ids_sha256(const int32_t *ids, size_t n, char hex[65])
-{
-    sp_sha256 h;
-    sp_sha256_init(&h);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v = (uint32_t)ids[i];
-        unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                               (unsigned char)(v >> 24)};
-        sp_sha256_update(&h, le, 4);
-    }
-    unsigned char digest[32];
-    sp_sha256_final(&h, digest);
-    sp_sha256_hex(digest, hex);
-}
-
-static char *read_text(const char *file, size_t *len)
-{
-    char path[512];
-    snprintf(path, sizeof path, "fixtures/tokenizers/%s", file);
-    char *text = scratch_read_file(path, len);
-    assert_non_null(text);
-    return text;
-}
-
-/* The ids of a stress text, without and with BOS/EOS, against expected fixtures.<name>.<key>. */
-static void check_text(const char *name, const sp_tokenizer *t, const char *file, const char *key)
-{
-    size_t len, n;
-    char *text = read_text(file, &len), what[256];
-    int32_t *ids;
-    encode(t, text, len, 0, &ids, &n);
-    snprintf(what, sizeof what, "%s: %s without special tokens", name, file);
-    assert_ids(ids, n, expected(name, key, "ids"), what);
-    free(ids);
-    encode(t, text, len, 1, &ids, &n);
-    snprintf(what, sizeof what, "%s: %s with special tokens", name, file);
-    assert_ids(ids, n, expected(name, key, "ids_special"), what);
-    free(ids);
-    free(text);
-}
-
 static int expected_id(const char *name, const char *key)
 {
     const cJSON *v = expected(name, key, NULL);
@@ -129,19 +70,9 @@ static void test_ids(void **state)
     assert_int_equal(t.kind, SP_TOK_HF);
     assert_int_equal(t.bos_id, expected_id(name, "bos"));
     assert_int_equal(t.eos_id, expected_id(name, "eos"));
-    check_text(name, &t, "stress.txt", "stress");
-    check_text(name, &t, "stress_specials.txt", "specials");
+    tok_check_text(&t, expected(name, "stress", NULL), "stress.txt", name);
+    tok_check_text(&t, expected(name, "specials", NULL), "stress_specials.txt", name);
     sp_tokenizer_free(&t);
-}
-
-static char *decode_all(const sp_tokenizer *t, int first_prev, const int32_t *ids, size_t n)
-{
-    char *out = malloc(n * (size_t)t->max_piece_len + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++)
-        o += sp_tokenizer_decode(t, i ? ids[i - 1] : first_prev, ids[i], out + o, (size_t)t->max_piece_len);
-    out[o] = '\0';
-    return out;
 }
 
 /* decode(encode(stress.txt)) as transformers decodes it, and the same after BOS. */
@@ -150,51 +81,16 @@ static void test_decode(void **state)
     const char *name = *state;
     sp_tokenizer t;
     load_fixture(name, 0, &t);
-    size_t len, n;
-    char *text = read_text("stress.txt", &len);
-    int32_t *ids;
-    encode(&t, text, len, 0, &ids, &n);
-    char *got = decode_all(&t, -1, ids, n);
-    assert_string_equal(got, expected(name, "stress", "decoded")->valuestring);
-    free(got);
-    if (t.bos_id >= 0) {
-        got = decode_all(&t, t.bos_id, ids, n);
-        assert_string_equal(got, expected(name, "stress", "decoded")->valuestring);
-        free(got);
-    }
-    free(ids);
-    free(text);
+    tok_check_decode(&t, expected(name, "stress", "decoded")->valuestring);
     sp_tokenizer_free(&t);
 }
 
 static void test_mobydick(void **state)
 {
     const char *name = *state;
-    char path[4200];
-    if (!scratch_shared_data("mobydick.txt", path, sizeof path)) {
-        print_message("skipped: ../shared/data/mobydick.txt is absent\n");
-        skip();
-    }
-    size_t len, n;
-    char *text = scratch_read_file(path, &len), hex[65];
-    assert_non_null(text);
     sp_tokenizer t;
     load_fixture(name, 0, &t);
-    int32_t *ids;
-    encode(&t, text, len, 0, &ids, &n);
-    const cJSON *first = expected(name, "mobydick", "first_ids");
-    size_t n_first = (size_t)cJSON_GetArraySize(first);
-    assert_ids(ids, n < n_first ? n : n_first, first, "mobydick.txt's first ids");
-    assert_int_equal(n, expected(name, "mobydick", "count")->valueint);
-    ids_sha256(ids, n, hex);
-    assert_string_equal(hex, expected(name, "mobydick", "sha256")->valuestring);
-    free(ids);
-    encode(&t, text, len, 1, &ids, &n);
-    assert_int_equal(n, expected(name, "mobydick", "count_special")->valueint);
-    ids_sha256(ids, n, hex);
-    assert_string_equal(hex, expected(name, "mobydick", "sha256_special")->valuestring);
-    free(ids);
-    free(text);
+    tok_check_mobydick(&t, expected(name, "mobydick", NULL), name);
     sp_tokenizer_free(&t);
 }
 
@@ -214,7 +110,7 @@ static void test_sources_reload(void **state)
         fail_msg("%s", sp_error_message());
     assert_int_equal(again.bos_id, t.bos_id);
     assert_int_equal(again.eos_id, t.eos_id);
-    check_text(name, &again, "stress_specials.txt", "specials");
+    tok_check_text(&again, expected(name, "specials", NULL), "stress_specials.txt", name);
     sp_tokenizer_free(&again);
     sp_tokenizer_free(&t);
 }
@@ -231,13 +127,13 @@ static void test_default_special_past_vocab(void **state)
     size_t n;
     load_fixture("llama3", 0, &t);
     assert_int_equal(t.vocab_size, 1507);
-    encode(&t, text, strlen(text), 0, &ids, &n);
+    tok_encode(&t, text, strlen(text), 0, &ids, &n);
     assert_int_equal(n, 1);
     assert_int_equal(ids[0], 1506);
     free(ids);
     sp_tokenizer_free(&t);
     load_fixture("llama3", 1506, &t);
-    encode(&t, text, strlen(text), 0, &ids, &n);
+    tok_encode(&t, text, strlen(text), 0, &ids, &n);
     assert_true(n > 1);
     for (size_t i = 0; i < n; i++)
         assert_true(ids[i] < 1506);
@@ -324,7 +220,7 @@ static void test_tiny_valid(void **state)
             fail_msg("%s", sp_error_message());
         int32_t *ids;
         size_t n;
-        encode(&t, "ab ab", 5, 1, &ids, &n); /* BOS, ▁ab, ▁ab; derived: a b (score -3), ▁ ab (-5) */
+        tok_encode(&t, "ab ab", 5, 1, &ids, &n); /* BOS, ▁ab, ▁ab; derived: a b (score -3), ▁ ab (-5) */
         assert_int_equal(n, 3);
         assert_int_equal(ids[0], 1);
         assert_int_equal(ids[1], 7);

@@ -11,17 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "core/sha256.h"
 #include "io/checkpoint.h"
 #include "io/hf_tokenizer.h"
 #include "support/model_fixture.h"
 #include "support/json_file.h"
 #include "support/scratch.h"
+#include "support/tok_expect.h"
 
 #define FIXTURES "fixtures/tokenizers/"
 
@@ -58,89 +57,14 @@ static const cJSON *at(const cJSON *doc, const char *a, const char *b)
     return v;
 }
 
-static void encode(const sp_tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids, size_t *n)
-{
-    sp_error_clear();
-    sp_status st = sp_tokenizer_encode(t, text, len, add_bos, ids, n);
-    if (st != SP_OK)
-        fail_msg("encode: %s", sp_error_message());
-}
-
-/* The ids must equal the JSON array; the first difference is reported with its neighbourhood. */
-static void assert_ids(const int32_t *ids, size_t n, const cJSON *want, const char *what)
-{
-    size_t n_want = (size_t)cJSON_GetArraySize(want), i = 0;
-    for (const cJSON *e = want->child; e && i < n; e = e->next, i++)
-        if (ids[i] != e->valueint)
-            fail_msg("%s: id %zu is %d, tokenizers gives %d (%zu ids, expected %zu)", what, i, ids[i], e->valueint, n,
-                     n_want);
-    if (n != n_want)
-        fail_msg("%s: %zu ids, tokenizers gives %zu (equal up to %zu)", what, n, n_want, i);
-}
-
-static void ids_sha256(const int32_t *ids, size_t n, char hex[65])
-{
-    sp_sha256 h;
-    sp_sha256_init(&h);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v = (uint32_t)ids[i];
-        unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                               (unsigned char)(v >> 24)};
-        sp_sha256_update(&h, le, 4);
-    }
-    unsigned char digest[32];
-    sp_sha256_final(&h, digest);
-    sp_sha256_hex(digest, hex);
-}
-
-static char *read_fixture_text(const char *file, size_t *len)
-{
-    char path[512];
-    snprintf(path, sizeof path, FIXTURES "%s", file);
-    char *text = scratch_read_file(path, len);
-    assert_non_null(text);
-    return text;
-}
-
-/* Concatenated sp_tokenizer_decode of ids, each given the previous id (-1 first). */
-static char *decode_all(const sp_tokenizer *t, int first_prev, const int32_t *ids, size_t n, size_t *len)
-{
-    char *out = malloc(n * (size_t)t->max_piece_len + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++)
-        o += sp_tokenizer_decode(t, i ? ids[i - 1] : first_prev, ids[i], out + o, (size_t)t->max_piece_len);
-    out[o] = '\0';
-    *len = o;
-    return out;
-}
-
-/* ---- per fixture: the stress texts, decoding, Moby Dick ---- */
-
-static void check_text(const sp_tokenizer *t, const cJSON *exp, const char *file, const char *key)
-{
-    size_t len, n;
-    char *text = read_fixture_text(file, &len);
-    int32_t *ids;
-    char what[128];
-    encode(t, text, len, 0, &ids, &n);
-    snprintf(what, sizeof what, "%s without special tokens", file);
-    assert_ids(ids, n, at(exp, key, "ids"), what);
-    free(ids);
-    encode(t, text, len, 1, &ids, &n);
-    snprintf(what, sizeof what, "%s with special tokens", file);
-    assert_ids(ids, n, at(exp, key, "ids_special"), what);
-    free(ids);
-    free(text);
-}
-
 static void test_stress(void **state)
 {
     const char *name = *state;
     sp_tokenizer t;
     load_fixture(name, 1, 0, &t);
     cJSON *exp = load_expected(name);
-    check_text(&t, exp, "stress.txt", "stress");
-    check_text(&t, exp, "stress_specials.txt", "specials");
+    tok_check_text(&t, cJSON_GetObjectItemCaseSensitive(exp, "stress"), "stress.txt", name);
+    tok_check_text(&t, cJSON_GetObjectItemCaseSensitive(exp, "specials"), "stress_specials.txt", name);
     cJSON_Delete(exp);
     sp_tokenizer_free(&t);
 }
@@ -152,22 +76,7 @@ static void test_decode(void **state)
     sp_tokenizer t;
     load_fixture(name, 1, 0, &t);
     cJSON *exp = load_expected(name);
-    const char *want = at(exp, "stress", "decoded")->valuestring;
-    size_t len, n, got_len;
-    char *text = read_fixture_text("stress.txt", &len);
-    int32_t *ids;
-    encode(&t, text, len, 0, &ids, &n);
-    char *got = decode_all(&t, -1, ids, n, &got_len);
-    assert_int_equal(got_len, strlen(want));
-    assert_string_equal(got, want);
-    free(got);
-    if (t.bos_id >= 0) {
-        got = decode_all(&t, t.bos_id, ids, n, &got_len);
-        assert_string_equal(got, want);
-        free(got);
-    }
-    free(ids);
-    free(text);
+    tok_check_decode(&t, at(exp, "stress", "decoded")->valuestring);
     cJSON_Delete(exp);
     sp_tokenizer_free(&t);
 }
@@ -175,38 +84,10 @@ static void test_decode(void **state)
 static void test_mobydick(void **state)
 {
     const char *name = *state;
-    char path[4200];
-    if (!scratch_shared_data("mobydick.txt", path, sizeof path)) {
-        print_message("skipped: ../shared/data/mobydick.txt is absent\n");
-        skip();
-    }
-    size_t len, n;
-    char *text = scratch_read_file(path, &len);
-    assert_non_null(text);
     sp_tokenizer t;
     load_fixture(name, 1, 0, &t);
     cJSON *exp = load_expected(name);
-    int32_t *ids;
-    char hex[65];
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    encode(&t, text, len, 0, &ids, &n);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    print_message("%s: mobydick.txt (%zu bytes) -> %zu ids in %.3f s\n", name, len, n,
-                  (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
-    ids_sha256(ids, n, hex);
-    assert_int_equal(n, at(exp, "mobydick", "count")->valueint);
-    const cJSON *first = at(exp, "mobydick", "first_ids");
-    assert_ids(ids, (size_t)cJSON_GetArraySize(first) < n ? (size_t)cJSON_GetArraySize(first) : n, first,
-               "mobydick.txt's first ids");
-    assert_string_equal(hex, at(exp, "mobydick", "sha256")->valuestring);
-    free(ids);
-    encode(&t, text, len, 1, &ids, &n);
-    ids_sha256(ids, n, hex);
-    assert_int_equal(n, at(exp, "mobydick", "count_special")->valueint);
-    assert_string_equal(hex, at(exp, "mobydick", "sha256_special")->valuestring);
-    free(ids);
-    free(text);
+    tok_check_mobydick(&t, cJSON_GetObjectItemCaseSensitive(exp, "mobydick"), name);
     cJSON_Delete(exp);
     sp_tokenizer_free(&t);
 }
@@ -400,10 +281,10 @@ static void round_trip(const char *name, int with_config)
     assert_int_equal(got.tokenizer.bos_id, meta.tokenizer.bos_id);
     assert_int_equal(got.tokenizer.eos_id, meta.tokenizer.eos_id);
     size_t len, n_a, n_b;
-    char *text = read_fixture_text("stress_specials.txt", &len);
+    char *text = tok_read_text("stress_specials.txt", &len);
     int32_t *a, *b;
-    encode(&meta.tokenizer, text, len, 1, &a, &n_a);
-    encode(&got.tokenizer, text, len, 1, &b, &n_b);
+    tok_encode(&meta.tokenizer, text, len, 1, &a, &n_a);
+    tok_encode(&got.tokenizer, text, len, 1, &b, &n_b);
     assert_int_equal(n_a, n_b);
     assert_memory_equal(a, b, n_a * sizeof *a);
     assert_memory_equal(got.tokenizer.offsets, meta.tokenizer.offsets, 2049 * sizeof(int64_t));
