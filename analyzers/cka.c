@@ -19,7 +19,7 @@
  *
  * The cross-product totals stay in fp64 in backend memory until finish(), which downloads them one
  * pair at a time (d^2 doubles: 4.7 MB at d = 768, n_h (n_h + 1) / 2 of them per stream, 430 MB for
- * 13 layer outputs) and does the rest on the host; each pair's accumulator is freed once read. */
+ * 13 layer outputs, and one d x d sp_real scratch that every pair's gemm shares) and does the rest on the host; each pair's accumulator is freed once read. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +34,7 @@ typedef struct {
     int n_h, n_streams, d, max_rows, debiased;
     sp_rowops ro;
     sp_real **shifted;      /* [n_h] backend [max_rows, d]: shifted rows of the current stream */
+    sp_real *product;       /* backend [d, d]: one batch's cross-product, lent to every pair */
     sp_mom_cols *cols;      /* [n_streams * n_h] */
     sp_mom_cross *cross;    /* [n_streams * n_h * n_h], pairs i <= j initialized */
     /* debiased only */
@@ -62,7 +63,7 @@ static void cka_free(void *state)
     for (size_t i = 0; s->cross && i < (size_t)s->n_streams * s->n_h * s->n_h; i++)
         sp_mom_cross_free(&s->cross[i]);
     sp_dev_bufs_free(be, s->shifted, s->n_h);
-    sp_dev_bufs_release(be, (sp_real *[]){s->norms_dev, s->xn_dev}, 2);
+    sp_dev_bufs_release(be, (sp_real *[]){s->norms_dev, s->xn_dev, s->product}, 3);
     sp_rowops_free(&s->ro);
     free(s->cols);
     free(s->cross);
@@ -101,15 +102,16 @@ static sp_status cka_begin(const sp_analysis *a, void **state)
     s->debiased = a->opts->cka_debiased;
     SP_TRY(sp_rowops_init(&s->ro, a->be, s->max_rows, s->d));
     s->shifted = sp_dev_bufs_alloc(a->be, s->n_h, (size_t)s->max_rows * s->d * sizeof(sp_real), "cka shifted rows");
+    s->product = a->be->alloc((size_t)s->d * s->d * sizeof(sp_real), "cka cross-product scratch");
     s->cols = sp_calloc((size_t)s->n_streams * s->n_h, sizeof *s->cols, "cka sums");
     s->cross = sp_calloc((size_t)s->n_streams * s->n_h * s->n_h, sizeof *s->cross, "cka cross-products");
-    if (!s->shifted || !s->cols || !s->cross)
+    if (!s->shifted || !s->product || !s->cols || !s->cross)
         return SP_ERR_NOMEM;
     for (int k = 0; k < s->n_streams; k++)
         for (int i = 0; i < s->n_h; i++) {
             SP_TRY(sp_mom_cols_init(&s->cols[k * s->n_h + i], &s->ro, s->d));
             for (int j = i; j < s->n_h; j++)
-                SP_TRY(sp_mom_cross_init(pair(s, k, i, j), a->be, s->d, s->d));
+                SP_TRY(sp_mom_cross_init(pair(s, k, i, j), a->be, s->d, s->d, s->product));
         }
     return s->debiased ? alloc_debiased(a, s) : SP_OK;
 }
@@ -259,7 +261,7 @@ static sp_status pair_hsic(cka_state *s, int k, int i, int j, const cka_scratch 
     const int n_h = s->n_h, d = s->d;
     const double n = (double)s->cols[k * n_h].n;
     sp_mom_cross *x = pair(s, k, i, j);
-    SP_TRY(sp_mom_cross_download(x, w->total));
+    sp_mom_cross_download(x, w->total);
     sp_mom_cross_free(x);
     if (i == j) {
         w->trace[i] = 0;

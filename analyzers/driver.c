@@ -71,6 +71,7 @@ typedef struct {
     double *seconds_pass, *seconds_finish; /* [n] */
     double *peak_finish_mib;               /* [n]: backend memory peak during each finish() */
     double peak_pass_mib, peak_mib;        /* during the pass (begin() included); of the whole run */
+    int stream_batch;                      /* sequences per batch of the streaming pass (stream_batch()) */
 } run_state;
 
 /* The backend's memory peak since the last call, MiB, folded into the run's; then a new window. */
@@ -113,6 +114,7 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         {"seq_len", a->seq_len},
         {"n_tokens", (double)a->n_seqs * a->seq_len},
         {"batch", a->batch},
+        {"stream_batch", rs->stream_batch},
         {"seconds_input", seconds_input},
         {"peak_backend_mib_pass", rs->peak_pass_mib},
     };
@@ -161,29 +163,92 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
     return SP_OK;
 }
 
-static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_start)
+/* Records the selected analyzers the input cannot serve as skipped and deactivates them. */
+static sp_status skip_unmet(const sp_analysis *a, run_state *rs, int quiet)
 {
-    unsigned load = 0;
-    int n_consumers = 0;
-    take_peak_mib(a->be, rs); /* loading the input */
+    for (int i = 0; i < rs->n; i++) {
+        const char *reason = rs->active[i] ? unmet_need(a, rs->list[i]) : NULL;
+        if (!reason)
+            continue;
+        rs->active[i] = 0;
+        SP_TRY(sp_report_skip(a->report, rs->list[i]->name, reason));
+        if (!quiet)
+            fprintf(stderr, "analyze: skipped %s: %s\n", rs->list[i]->name, reason);
+    }
+    return SP_OK;
+}
+
+static size_t backend_in_use(const sp_backend *be)
+{
+    size_t in_use, peak;
+    be->mem_stats(&in_use, &peak);
+    return in_use;
+}
+
+/* begin() of every active analyzer; *load gets the streaming analyzers' needs, *accumulators the
+ * backend bytes their states hold. */
+static sp_status begin_all(const sp_analysis *a, run_state *rs, unsigned *load, int *n_consumers,
+                           size_t *accumulators)
+{
+    const size_t before = backend_in_use(a->be);
+    *load = 0;
+    *n_consumers = 0;
     for (int i = 0; i < rs->n; i++) {
         const sp_analyzer *an = rs->list[i];
         if (!rs->active[i])
             continue;
-        const char *reason = unmet_need(a, an);
-        if (reason) {
-            rs->active[i] = 0;
-            SP_TRY(sp_report_skip(a->report, an->name, reason));
-            if (!quiet)
-                fprintf(stderr, "analyze: skipped %s: %s\n", an->name, reason);
-            continue;
-        }
         if (an->begin)
             SP_TRY(an->begin(a, &rs->state[i]));
         if (an->consume) {
-            load |= an->needs;
-            n_consumers++;
+            *load |= an->needs;
+            (*n_consumers)++;
         }
+    }
+    *accumulators = backend_in_use(a->be) - before;
+    return SP_OK;
+}
+
+static void discard_all(run_state *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->state[i] && rs->list[i]->discard)
+            rs->list[i]->discard(rs->state[i]);
+    memset(rs->state, 0, (size_t)rs->n * sizeof *rs->state);
+}
+
+/* The streaming pass holds every streaming analyzer's accumulators (a d_ff x d_ff covariance per
+ * block, a d x d cross-product per pair of layers, ...) on top of its forward pass. Its batch is the
+ * largest, up to the chosen one, with which both together stay within the activations of one
+ * forward + backward pass of the chosen batch, the memory the gradient analyzers take anyway: so
+ * the analysis needs no more than weights, gradients and one pass's activations (docs/analyze.md,
+ * "Memory"). Results do not depend on it: every token is still accumulated once. */
+static int stream_batch(sp_analysis *a, size_t accumulators)
+{
+    const size_t budget = sp_model_activation_bytes(a->model, a->batch, a->seq_len);
+    int b = a->batch;
+    while (b > 1 && sp_model_activation_bytes(a->model, b, a->seq_len) + accumulators > budget)
+        b--;
+    return b;
+}
+
+static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_start)
+{
+    unsigned load;
+    int n_consumers;
+    size_t accumulators;
+    take_peak_mib(a->be, rs); /* loading the input */
+    SP_TRY(skip_unmet(a, rs, quiet));
+    SP_TRY(begin_all(a, rs, &load, &n_consumers, &accumulators));
+    const int batch = a->batch;
+    rs->stream_batch = a->model && n_consumers ? stream_batch(a, accumulators) : batch;
+    if (rs->stream_batch < batch) { /* begin again: the states' buffers are sized by the batch */
+        if (!quiet)
+            fprintf(stderr, "analyze: streaming pass in batches of %d sequence(s) instead of %d, so that the analyzers' "
+                            "accumulators (%.1f MiB) fit beside it in one forward + backward pass's activations\n",
+                    rs->stream_batch, batch, (double)accumulators / 1048576.0);
+        discard_all(rs);
+        a->batch = rs->stream_batch;
+        SP_TRY(begin_all(a, rs, &load, &n_consumers, &accumulators));
     }
     struct sp_pass pass;
     SP_TRY(sp_pass_init(&pass, a, load, quiet));
@@ -198,11 +263,14 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
         double t0 = sp_clock_seconds();
         void *state = rs->state[i];
         rs->state[i] = NULL; /* finish frees it whatever the outcome */
+        /* streaming analyzers finish (and replay) at their pass's batch, the others run their own passes */
+        a->batch = rs->list[i]->consume ? rs->stream_batch : batch;
         st = rs->list[i]->finish(a, state);
         a->be->sync();
         rs->seconds_finish[i] = sp_clock_seconds() - t0;
         rs->peak_finish_mib[i] = take_peak_mib(a->be, rs);
     }
+    a->batch = batch;
     double seconds_input = pass.seconds_input;
     a->pass = NULL;
     sp_pass_free(&pass);
@@ -227,9 +295,8 @@ sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int 
         memcpy(rs.active, selected, (size_t)n);
         st = execute(a, &rs, quiet, t_start);
     }
-    for (int i = 0; rs.state && i < n; i++)
-        if (rs.state[i] && rs.list[i]->discard)
-            rs.list[i]->discard(rs.state[i]);
+    if (rs.state)
+        discard_all(&rs);
     free(rs.state);
     free(rs.active);
     free(rs.seconds_pass);

@@ -103,30 +103,25 @@ void sp_mom_cols_mean(const sp_mom_cols *c, double *mean)
 }
 
 /* The accumulator over caller-provided (or NULL: its own) zeroed fp64 totals. */
-static sp_status cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b, double *total)
+static sp_status cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b, sp_real *scratch,
+                            double *total)
 {
-    *x = (sp_mom_cross){.be = be, .dim_a = dim_a, .dim_b = dim_b, .total = total, .owns_total = !total};
+    *x = (sp_mom_cross){.be = be, .dim_a = dim_a, .dim_b = dim_b, .scratch = scratch, .total = total,
+                        .owns_total = !total};
     size_t n;
     SP_TRY(sp_size_mul((size_t)dim_a, (size_t)dim_b, &n, "cross-product accumulator"));
-    x->part = be->alloc(n * sizeof(sp_real), "cross-product accumulator");
-    if (x->owns_total)
-        x->total = x->part ? be->alloc(n * sizeof(double), "cross-product fp64 totals") : NULL;
-    if (!x->part || !x->total) {
-        sp_mom_cross_free(x);
+    if (x->owns_total && !(x->total = be->alloc(n * sizeof(double), "cross-product fp64 totals")))
         return SP_ERR_NOMEM;
-    }
     return SP_OK;
 }
 
-sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b)
+sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b, sp_real *scratch)
 {
-    return cross_init(x, be, dim_a, dim_b, NULL);
+    return cross_init(x, be, dim_a, dim_b, scratch, NULL);
 }
 
 void sp_mom_cross_free(sp_mom_cross *x)
 {
-    if (x->be && x->part)
-        x->be->free(x->part);
     if (x->be && x->owns_total && x->total)
         x->be->free(x->total);
     *x = (sp_mom_cross){0};
@@ -136,38 +131,24 @@ sp_status sp_mom_cross_add(sp_mom_cross *x, const sp_real *a, const sp_real *b, 
 {
     if (rows <= 0)
         return SP_OK;
-    if (!x->part)
+    if (x->centered)
         return sp_error(SP_ERR_INTERNAL, "cross-product moments: rows added after the totals were centered");
-    if (x->part_rows + rows > SP_MOMENTS_FLUSH_ROWS)
-        SP_TRY(sp_mom_cross_flush(x));
-    /* part[dim_a, dim_b] += a^T b */
-    x->be->gemm(1, 0, x->dim_a, x->dim_b, rows, (sp_real)1, a, x->dim_a, b, x->dim_b, (sp_real)(x->part_rows ? 1 : 0),
-                x->part, x->dim_b);
-    x->part_rows += rows;
+    /* scratch[dim_a, dim_b] = a^T b, then into the fp64 totals */
+    x->be->gemm(1, 0, x->dim_a, x->dim_b, rows, (sp_real)1, a, x->dim_a, b, x->dim_b, (sp_real)0, x->scratch,
+                x->dim_b);
+    x->be->to_f64((size_t)x->dim_a * (size_t)x->dim_b, x->scratch, x->total, 1);
     return SP_OK;
 }
 
-sp_status sp_mom_cross_flush(sp_mom_cross *x)
+void sp_mom_cross_download(const sp_mom_cross *x, double *host)
 {
-    if (x->part_rows == 0)
-        return SP_OK;
-    x->be->to_f64((size_t)x->dim_a * (size_t)x->dim_b, x->part, x->total, 1);
-    x->part_rows = 0;
-    return SP_OK;
-}
-
-sp_status sp_mom_cross_download(sp_mom_cross *x, double *host)
-{
-    SP_TRY(sp_mom_cross_flush(x));
     x->be->download(host, x->total, (size_t)x->dim_a * (size_t)x->dim_b * sizeof *host);
-    return SP_OK;
 }
 
 sp_status sp_mom_cross_center(sp_mom_cross *x, sp_mom_cols *a, sp_mom_cols *b, double scale)
 {
     SP_TRY(sp_mom_cols_flush(a));
     SP_TRY(sp_mom_cols_flush(b));
-    SP_TRY(sp_mom_cross_flush(x));
     const sp_backend *be = x->be;
     const size_t na = (size_t)x->dim_a, nb = (size_t)x->dim_b;
     double *sums = be->alloc((na + nb) * sizeof *sums, "column sums fp64");
@@ -180,9 +161,7 @@ sp_status sp_mom_cross_center(sp_mom_cross *x, sp_mom_cols *a, sp_mom_cols *b, d
     be->gemm_f64(0, 0, x->dim_a, x->dim_b, 1, -scale * inv_n, sums, 1, sums + na, x->dim_b, scale, x->total,
                  x->dim_b);
     be->free(sums);
-    if (x->part)
-        be->free(x->part);
-    x->part = NULL;
+    x->centered = 1;
     return SP_OK;
 }
 
@@ -200,13 +179,14 @@ sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, in
     size_t n;
     SP_TRY(sp_size_mul3((size_t)count, (size_t)dim, (size_t)dim, &n, "batched fp64 totals"));
     b->totals = be->alloc(n * sizeof(double), "batched fp64 totals");
+    b->scratch = be->alloc((size_t)dim * (size_t)dim * sizeof(sp_real), "batched cross-product scratch");
     b->cross = sp_calloc((size_t)(count > 0 ? count : 1), sizeof *b->cross, "batched accumulators");
-    if (!b->totals || !b->cross) {
+    if (!b->totals || !b->scratch || !b->cross) {
         sp_mom_batch_free(b);
         return SP_ERR_NOMEM;
     }
     for (int i = 0; i < count; i++) {
-        sp_status st = cross_init(&b->cross[i], be, dim, dim, b->totals + (size_t)i * dim * dim);
+        sp_status st = cross_init(&b->cross[i], be, dim, dim, b->scratch, b->totals + (size_t)i * dim * dim);
         if (st != SP_OK) {
             sp_mom_batch_free(b);
             return st;
@@ -239,5 +219,7 @@ void sp_mom_batch_free(sp_mom_batch *b)
     free(b->cross);
     if (b->be && b->totals)
         b->be->free(b->totals);
+    if (b->be && b->scratch)
+        b->be->free(b->scratch);
     *b = (sp_mom_batch){0};
 }

@@ -6,12 +6,15 @@
  * through be->gemm. At the end, covariances and centered cross-products come out in fp64.
  *
  * Precision: every column is first shifted by the mean of its first batch (covariances do not
- * change under a shift, and sums of nearly centered values lose little to cancellation). Sums and
- * cross-products then accumulate on the backend in sp_real (float32 in the tool) over at most
- * SP_MOMENTS_FLUSH_ROWS rows. A flush adds the partial cross-products into fp64 totals that stay in
- * BACKEND memory (be->to_f64, nothing crosses to the host); the column sums are small and their fp64
- * totals live on the host. Centering (total - sum_a sum_b^T / n, optionally scaled) runs on the
- * backend as one fp64 gemm of rank 1.
+ * change under a shift, and sums of nearly centered values lose little to cancellation). Column sums
+ * accumulate on the backend in sp_real (float32 in the tool) over at most SP_MOMENTS_FLUSH_ROWS rows,
+ * then into fp64 totals on the host. A cross-product is one be->gemm per batch in sp_real into a
+ * scratch matrix the caller lends (one per analyzer, shared by all its accumulators), added at once
+ * into fp64 totals that stay in BACKEND memory (be->to_f64, nothing crosses to the host): an
+ * accumulator costs its 8-byte totals and nothing else, which is what bounds the memory of analyses
+ * with many of them (cka: a pair of layers each; ffn_spectra: a d_ff x d_ff matrix a block).
+ * Centering (total - sum_a sum_b^T / n, optionally scaled) runs on the backend as one fp64 gemm of
+ * rank 1.
  *
  * sp_mom_batch holds `count` square accumulators of one side whose totals are ONE backend
  * allocation [count, dim, dim], so that one be->sym_eigvals call decomposes all their covariances
@@ -37,8 +40,8 @@ typedef struct {
 typedef struct {
     const sp_backend *be;
     int dim_a, dim_b;
-    sp_real *part;        /* backend [dim_a, dim_b]; NULL once centered */
-    int part_rows;
+    sp_real *scratch;     /* borrowed backend [dim_a, dim_b]: one batch's a^T b */
+    int centered;         /* totals centered: no more rows */
     double *total;        /* backend [dim_a, dim_b], fp64: sum over rows of a_t b_t^T (shifted rows) */
     int owns_total;       /* 0 when total lies in an sp_mom_batch's allocation */
 } sp_mom_cross;
@@ -47,6 +50,7 @@ typedef struct {
     const sp_backend *be;
     int count, dim;
     double *totals;       /* backend [count, dim, dim], fp64: the totals of every accumulator */
+    sp_real *scratch;     /* backend [dim, dim]: the accumulators' shared scratch */
     sp_mom_cross *cross;  /* [count], cross[i].total = totals + i dim^2 */
 } sp_mom_batch;
 
@@ -60,20 +64,19 @@ sp_status sp_mom_cols_flush(sp_mom_cols *c);
 void sp_mom_cols_mean(const sp_mom_cols *c, double *mean);
 void sp_mom_cols_free(sp_mom_cols *c);
 
-/* An accumulator with its own (zeroed) backend fp64 totals. */
-sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b);
+/* An accumulator with its own (zeroed) backend fp64 totals; scratch: backend [dim_a, dim_b], lent
+ * for the accumulator's life (accumulators added one after another may share one). */
+sp_status sp_mom_cross_init(sp_mom_cross *x, const sp_backend *be, int dim_a, int dim_b, sp_real *scratch);
 /* Adds a^T b over rows: a [rows, dim_a] and b [rows, dim_b], shifted rows from sp_mom_cols_add. */
 sp_status sp_mom_cross_add(sp_mom_cross *x, const sp_real *a, const sp_real *b, int rows);
-/* Adds the partial sums into the backend fp64 totals (be->to_f64, accumulating; no transfer). */
-sp_status sp_mom_cross_flush(sp_mom_cross *x);
-/* Flushes, then copies the fp64 totals [dim_a, dim_b] to the host: dim_a dim_b 8 bytes cross the
- * bus (4.7 MB for d = 768), so callers read one accumulator at a time. */
-sp_status sp_mom_cross_download(sp_mom_cross *x, double *host);
-/* Flushes all three, then turns the totals, in place on the backend, into
+/* Copies the fp64 totals [dim_a, dim_b] to the host: dim_a dim_b 8 bytes cross the bus (4.7 MB for
+ * d = 768), so callers read one accumulator at a time. */
+void sp_mom_cross_download(const sp_mom_cross *x, double *host);
+/* Flushes the column sums, then turns the totals, in place on the backend, into
  *   scale * (total - sum_a sum_b^T / n)
  * (scale 1: the centered cross-product; 1 / (n - 1): the covariance), one rank-1 gemm_f64 with the
  * host column sums uploaded in double. The accumulator then holds that matrix and takes no more
- * rows (its sp_real partial sums are freed at once). */
+ * rows. */
 sp_status sp_mom_cross_center(sp_mom_cross *x, sp_mom_cols *a, sp_mom_cols *b, double scale);
 void sp_mom_cross_free(sp_mom_cross *x); /* safe on a zeroed struct */
 

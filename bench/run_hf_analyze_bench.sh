@@ -3,9 +3,11 @@
 #  1. open cost: bench_hf_open (bench/bench_hf_open.c) on a random GPT-2 small (124M parameters) in
 #     F32 and in BF16, and on the random Llama when present: sp_hf_load on the CPU backend next to
 #     reading the files' bytes once, best of OPEN_ROUNDS rounds; the issue's target is <= 1.5x.
-#  2. memory of `spanprobe analyze` on the BF16 model: a forward pass alone (--metrics growth, one
-#     batch) against float32 weights + activations + 10% (the issue's budget), and the full analysis
-#     against the backend memory it reports (weights, activations, accumulators) + 10%.
+#  2. memory of `spanprobe analyze` on the BF16 model against float32 weights + activations + 10%
+#     (the issue's budget): a forward pass alone (--metrics growth, one batch), and every streaming
+#     analyzer together (one batch of tokens: the peak does not grow with tokens); the full analysis
+#     also holds the parameter gradients (grad_norms, pruning), so against weights + gradients +
+#     activations + 10%.
 #  3. a full `spanprobe analyze` of the BF16 model on 16,384 tokens (64 x 256, batch 8), stage by
 #     stage, next to the same computations in transformers + PyTorch (bench/analyze_hf_torch.py),
 #     same tokens, same thread count; ROUNDS > 1 alternates the two sides.
@@ -61,6 +63,8 @@ analyze() { # the analysis options both memory runs and the comparison share
 }
 echo "== 2. peak memory of analyze on $model"
 analyze --metrics growth --n-tokens 2048 --out "$work/growth.h5" >"$work/growth.txt" 2>/dev/null
+analyze --metrics similarity,cka,growth,hidden_spectra,ffn_spectra --n-tokens 2048 --out "$work/stream.h5" \
+    >"$work/stream.txt" 2>/dev/null
 i=0 pairs=""
 while [ "$i" -lt "$rounds" ]; do
     analyze --out "$work/report.h5" --n-tokens 16384 --grad-batches 1 --prune-batches 2 --jac-seq "$JAC_SEQ" \
@@ -77,15 +81,14 @@ import os, sys
 sys.path.insert(0, "bench")
 from stage_table import spanprobe_run
 work = os.environ["WORK"]
-g, full = spanprobe_run(f"{work}/growth.txt"), spanprobe_run(f"{work}/ours.0.txt")
+g, stream, full = (spanprobe_run(f"{work}/{n}.txt") for n in ("growth", "stream", "ours.0"))
 budget = 1.1 * (g["weights_mib"] + g["activations_mib"])
-print(f"forward pass (--metrics growth): peak RSS {g['peak_rss_mib']:.0f} MiB; budget 1.1 x (float32 weights "
-      f"{g['weights_mib']:.0f} + activations {g['activations_mib']:.0f}) = {budget:.0f} MiB: "
-      f"{g['peak_rss_mib'] / budget:.2f} of it")
-budget = 1.1 * full["peak_backend_mib"]
-print(f"full analysis: peak RSS {full['peak_rss_mib']:.0f} MiB; 1.1 x the backend peak {full['peak_backend_mib']:.0f}"
-      f" MiB (weights, gradients, activations, accumulators) = {budget:.0f} MiB: {full['peak_rss_mib'] / budget:.2f}"
-      " of it")
+for what, run in (("forward pass (--metrics growth)", g), ("streaming analyzers, one batch of tokens", stream)):
+    print(f"{what}: peak RSS {run['peak_rss_mib']:.0f} MiB; budget 1.1 x (float32 weights {g['weights_mib']:.0f} + "
+          f"activations {g['activations_mib']:.0f}) = {budget:.0f} MiB: {run['peak_rss_mib'] / budget:.2f} of it")
+budget = 1.1 * (2 * g["weights_mib"] + g["activations_mib"])
+print(f"full analysis: peak RSS {full['peak_rss_mib']:.0f} MiB; 1.1 x (weights + gradients {g['weights_mib']:.0f} "
+      f"+ activations) = {budget:.0f} MiB: {full['peak_rss_mib'] / budget:.2f} of it")
 PY
 echo "== 3. full analyze: jacobian $JAC_SEQ tokens, $POWER_ITERS products per run, top-$TOPK," \
     "$JAC_TOKENS token-local positions; $threads threads"

@@ -228,6 +228,59 @@ static void test_memory_budget(void **state)
     free(err);
 }
 
+/* The streaming pass's batch: with accumulators far larger than a pass's activations (d_ff 1024
+ * covariances of a d_model 16 model) it runs one sequence at a time, records that, and gives the
+ * spectra and CKA of a run asked for one sequence a pass. */
+static void stream_run(const fixture *f, const char *ckpt, const char *batch, const char *report, int *stream_batch,
+                       double **eig, double **cka, int64_t *n_eig)
+{
+    char *err = NULL;
+    cli_expect_exit(0, (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--n-tokens", "64",
+                                        "--seq", "8", "--batch", batch, "--device", "cpu", "--metrics",
+                                        "ffn_spectra,cka", NULL},
+                    NULL, &err);
+    assert_int_equal(strstr(err, "streaming pass in batches of 1 sequence(s) instead of 4") != NULL,
+                     strcmp(batch, "4") == 0);
+    free(err);
+    report_view v;
+    report_view_open(&v, report);
+    *stream_batch = (int)report_view_scalar(&v, "run", "stream_batch");
+    assert_int_equal((int)report_view_scalar(&v, "run", "batch"), atoi(batch));
+    int rank;
+    int64_t shape[2], cka_shape[2];
+    *eig = report_view_array(&v, "ffn_spectra", "eigenvalues", &rank, shape);
+    *n_eig = shape[0] * shape[1];
+    *cka = report_view_array(&v, "cka", "cka", &rank, cka_shape);
+    report_view_close(&v);
+}
+
+static void test_stream_batch(void **state)
+{
+    fixture *f = need_fixture(state);
+    char ckpt[4200], report[4200];
+    scratch_path(ckpt, sizeof ckpt, "wide_ffn.h5");
+    run_ok((const char *[]){"init", "--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--n-kv-heads", "2", "--d-ff", "1024",
+                            "--max-seq-len", "8", "--out", ckpt, NULL},
+           NULL);
+    int cut, whole;
+    double *eig_cut, *eig_one, *cka_cut, *cka_one;
+    int64_t n, n_one;
+    scratch_path(report, sizeof report, "stream_cut.h5");
+    stream_run(f, ckpt, "4", report, &cut, &eig_cut, &cka_cut, &n);
+    scratch_path(report, sizeof report, "stream_one.h5");
+    stream_run(f, ckpt, "1", report, &whole, &eig_one, &cka_one, &n_one);
+    assert_int_equal(cut, 1);
+    assert_int_equal(whole, 1);
+    assert_int_equal(n, n_one);
+    /* the same windows in the same batches of one: the same bits */
+    assert_memory_equal(eig_cut, eig_one, (size_t)n * sizeof *eig_cut);
+    assert_memory_equal(cka_cut, cka_one, NH * NH * sizeof *cka_cut);
+    free(eig_cut);
+    free(eig_one);
+    free(cka_cut);
+    free(cka_one);
+}
+
 static void expect_failure(const char *const *args, int code, const char *report, const char *message)
 {
     cli_expect_error(code, args, (const char *[]){message, NULL});
@@ -327,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_dump_matches_checkpoint),
         cmocka_unit_test(test_memory_budget),
+        cmocka_unit_test(test_stream_batch),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_help),
