@@ -155,3 +155,20 @@ void drift_ref_check(const char *report, const cJSON *want, const drift_ref_tole
                 (tol->margin > 0 ? 4.0 / (double)n : 0) + 1e-15);
     report_view_close(&v);
 }
+
+void drift_ref_check_copies(const drift_ref_tolerance *tol, double *kl_mean, double *rel_error_final)
+{
+    static const char *const copies[DRIFT_REF_N_COPIES] = {"llama-f32-noise0.003", "llama-f32-noise0.03",
+                                                           "llama-f32-noise0.3"};
+    for (int i = 0; i < DRIFT_REF_N_COPIES; i++) {
+        char model[256], report[4200];
+        snprintf(model, sizeof model, "fixtures/drift/%s", copies[i]);
+        print_message("%s\n", copies[i]);
+        drift_ref_run("fixtures/hf/llama-f32", model, DRIFT_REF_TOKENS, copies[i], report, sizeof report);
+        cJSON *want = drift_ref_load(copies[i]);
+        drift_ref_check(report, want, tol);
+        cJSON_Delete(want);
+        kl_mean[i] = drift_ref_scalar(report, "kl_mean");
+        rel_error_final[i] = drift_ref_scalar(report, "rel_error_final");
+    }
+}

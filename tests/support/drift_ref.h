@@ -26,6 +26,10 @@ void drift_ref_run(const char *ref, const char *model, const char *tokens, const
 struct cJSON *drift_ref_load(const char *name);
 /* Fails the test unless the report agrees with the reference numbers `want` within tol. */
 void drift_ref_check(const char *report, const struct cJSON *want, const drift_ref_tolerance *tol);
+/* Every perturbed copy of fixtures/drift (noise ascending) against fixtures/hf/llama-f32, checked with
+ * drift_ref_check; kl_mean[i] and rel_error_final[i] (DRIFT_REF_N_COPIES each) get their summaries. */
+#define DRIFT_REF_N_COPIES 3
+void drift_ref_check_copies(const drift_ref_tolerance *tol, double *kl_mean, double *rel_error_final);
 /* metrics.drift.<key> of the report's summary. */
 double drift_ref_scalar(const char *report, const char *key);
 
