@@ -1,5 +1,5 @@
 /* plots/fig_reports.c: the figures of per-layer report arrays drawn with the `panels` template:
- * cos-distance, spectral-util, embed-eigs, cond, jac, growth, prune. */
+ * cos-distance, spectral-util, embed-eigs, cond, jac, growth, prune, drift. */
 #include <math.h>
 #include <stdio.h>
 
