@@ -130,13 +130,11 @@ static sp_status fit_batch(const sp_drift_job *job, drift_run *d)
                                   "--max-memory-gib %g (raise it or lower --seq)", T, job->max_memory_gib);
 }
 
-/* The run's options and the reference's identity, as the report's options JSON (free()). */
-static char *options_json(const sp_drift_job *job, const sp_backend *be, const drift_run *d)
+/* The run's options and the reference's identity (sha from sp_model_source_sha256), as the report's
+ * options JSON (free()); NULL when out of memory. */
+static char *options_json(const sp_drift_job *job, const sp_backend *be, const drift_run *d, const char *sha,
+                          int64_t bytes)
 {
-    char sha[65];
-    int64_t bytes = 0;
-    if (sp_model_source_sha256(job->ref, sha, &bytes) != SP_OK)
-        return NULL;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
@@ -215,7 +213,10 @@ static sp_status run_loaded(const sp_drift_job *job, const sp_backend *be, drift
     const int rows = d->batch * d->eval.seq_len;
     SP_TRY(sp_drift_acts_init(&d->acts, be, cfg->n_layers, cfg->d_model, rows));
     SP_TRY(sp_drift_logits_init(&d->logits, be, cfg->vocab_size, (int64_t)d->eval.n_seqs * d->eval.seq_len));
-    char *opts = options_json(job, be, d);
+    char sha[65];
+    int64_t bytes = 0;
+    SP_TRY(sp_model_source_sha256(job->ref, sha, &bytes));
+    char *opts = options_json(job, be, d, sha, bytes);
     if (!opts)
         return sp_error(SP_ERR_NOMEM, "out of memory writing the options");
     sp_report_provenance prov = {.input_path = job->model, .options_json = opts, .eval_set = d->eval.description};
