@@ -259,7 +259,6 @@ typedef struct {
 static sp_status pair_hsic(cka_state *s, int k, int i, int j, const cka_scratch *w)
 {
     const int n_h = s->n_h, d = s->d;
-    const double n = (double)s->cols[k * n_h].n;
     sp_mom_cross *x = pair(s, k, i, j);
     sp_mom_cross_download(x, w->total);
     sp_mom_cross_free(x);
@@ -268,9 +267,9 @@ static sp_status pair_hsic(cka_state *s, int k, int i, int j, const cka_scratch 
         for (int e = 0; e < d; e++)
             w->trace[i] += w->total[(size_t)e * d + e];
     }
-    sp_mom_centered_host(w->total, &s->cols[k * n_h + i], &s->cols[k * n_h + j], w->cov);
-    w->hsic[i * n_h + j] = w->hsic[j * n_h + i] = frob_sq((size_t)d * d, w->cov) / ((n - 1) * (n - 1));
-    if (s->debiased && n >= 4)
+    w->hsic[i * n_h + j] = w->hsic[j * n_h + i] =
+        sp_mom_hsic(w->total, &s->cols[k * n_h + i], &s->cols[k * n_h + j], w->cov);
+    if (s->debiased && s->cols[k * n_h].n >= 4)
         w->hsic_u[i * n_h + j] = w->hsic_u[j * n_h + i] =
             hsic_unbiased(s, k, i, j, w->total, w->trace[i], w->trace[j], w->tmp, w->tmp + d);
     return SP_OK;

@@ -111,3 +111,19 @@ double sp_linalg_median(int n, const double *x)
     free(c);
     return med;
 }
+
+sp_status sp_linalg_quantiles(int64_t n, const double *x, int k, const double *q, double *out)
+{
+    double *c = sp_malloc((size_t)n * sizeof *c, "quantiles");
+    if (!c)
+        return SP_ERR_NOMEM;
+    memcpy(c, x, (size_t)n * sizeof *c);
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    for (int i = 0; i < k; i++) {
+        const double h = q[i] * (double)(n - 1), lo = floor(h);
+        const int64_t at = (int64_t)lo;
+        out[i] = at + 1 < n ? c[at] + (h - lo) * (c[at + 1] - c[at]) : c[n - 1];
+    }
+    free(c);
+    return SP_OK;
+}

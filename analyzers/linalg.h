@@ -45,5 +45,9 @@ sp_rank_measures sp_linalg_rank_measures(int n, const double *lambda, int dim);
 
 /* Median of x[n] (copied, not modified). */
 double sp_linalg_median(int n, const double *x);
+/* The quantiles q[k] (each in [0, 1]) of x[n] (copied, not modified; n >= 1) into out[k], by linear
+ * interpolation between order statistics (numpy.percentile's default): with x sorted and
+ * h = q (n - 1), x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]). */
+sp_status sp_linalg_quantiles(int64_t n, const double *x, int k, const double *q, double *out);
 
 #endif

@@ -173,6 +173,17 @@ void sp_mom_centered_host(const double *total, const sp_mom_cols *a, const sp_mo
             out[(size_t)i * b->dim + j] = total[(size_t)i * b->dim + j] - a->sum[i] * b->sum[j] * inv_n;
 }
 
+double sp_mom_hsic(const double *total, const sp_mom_cols *a, const sp_mom_cols *b, double *cov)
+{
+    sp_mom_centered_host(total, a, b, cov);
+    const size_t n_cells = (size_t)a->dim * (size_t)b->dim;
+    double sum = 0;
+    for (size_t i = 0; i < n_cells; i++)
+        sum += cov[i] * cov[i];
+    const double n = (double)a->n;
+    return sum / ((n - 1) * (n - 1));
+}
+
 sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, int dim)
 {
     *b = (sp_mom_batch){.be = be, .count = count, .dim = dim};

@@ -83,6 +83,10 @@ void sp_mom_cross_free(sp_mom_cross *x); /* safe on a zeroed struct */
 /* The centered cross-product from host copies: out = total - sum_a sum_b^T / n, total and out
  * [a->dim, b->dim] host fp64 (out may be total); the column sums flushed. */
 void sp_mom_centered_host(const double *total, const sp_mom_cols *a, const sp_mom_cols *b, double *out);
+/* The biased linear-kernel HSIC of two column sets (the cka analyzer's, Kornblith et al. 2019) from
+ * their cross-product total (host [a->dim, b->dim]): ||total - sum_a sum_b^T / n||_F^2 / (n - 1)^2;
+ * cov [a->dim * b->dim] is scratch (it gets the centered cross-product). */
+double sp_mom_hsic(const double *total, const sp_mom_cols *a, const sp_mom_cols *b, double *cov);
 
 /* count accumulators of dim x dim with contiguous zeroed totals. */
 sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, int dim);

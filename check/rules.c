@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyzers/analyzer.h"
+#include "analyzers/drift.h"
 #include "analyzers/train_state.h"
 #include "io/file_read.h"
 
@@ -83,6 +84,8 @@ static int valid_name(const char *s, size_t n)
 
 static int known_group(const char *name, int is_summary)
 {
+    if (strcmp(name, SP_DRIFT_GROUP) == 0) /* reports of `spanprobe drift` */
+        return 1;
     for (int i = 0; i < sp_n_analyzers; i++)
         if (strcmp(sp_analyzers[i]->name, name) == 0)
             return 1;
@@ -120,8 +123,8 @@ static sp_status parse_metric(const char *where, const char *metric, sp_check_ru
             size_t used = strlen(names);
             snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", sp_analyzers[i]->name);
         }
-        return sp_error(SP_ERR_INPUT, "%s: \"metric\": unknown analyzer '%s' in \"%s\" (expected one of %s%s)", where,
-                        r->analyzer, metric, names, r->is_summary ? ", run, train" : "");
+        return sp_error(SP_ERR_INPUT, "%s: \"metric\": unknown analyzer '%s' in \"%s\" (expected one of %s, %s%s)",
+                        where, r->analyzer, metric, names, SP_DRIFT_GROUP, r->is_summary ? ", run, train" : "");
     }
     return SP_OK;
 }

@@ -54,5 +54,6 @@ int sp_cmd_plot(int argc, char **argv);
 int sp_cmd_study(int argc, char **argv);
 int sp_cmd_check(int argc, char **argv);
 int sp_cmd_compare(int argc, char **argv);
+int sp_cmd_drift(int argc, char **argv);
 
 #endif

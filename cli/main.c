@@ -18,6 +18,8 @@ static const sp_command commands[] = {
     {"check", "gate a report on rules (thresholds, baseline tolerances): exit 7 when one fails", sp_cmd_check},
     {"compare", "metric-by-metric agreement of two reports of one run (device, precision): exit 7 if not",
      sp_cmd_compare},
+    {"drift", "how a model (a quantized copy) departs from a reference, layer by layer: report (HDF5 + JSON)",
+     sp_cmd_drift},
 };
 
 static void print_help(FILE *f)

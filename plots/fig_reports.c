@@ -1,5 +1,5 @@
 /* plots/fig_reports.c: the figures of per-layer report arrays drawn with the `panels` template:
- * cos-distance, spectral-util, embed-eigs, cond, jac, growth, prune. */
+ * cos-distance, spectral-util, embed-eigs, cond, jac, growth, prune, drift. */
 #include <math.h>
 #include <stdio.h>
 
@@ -263,5 +263,41 @@ sp_status sp_fig_prune(sp_plot_ctx *c)
         {"removing the last k blocks", "k", "loss increase (nats/token)", 1, 2, 0, 0, 0, 0},
     };
     sp_plot_var_panels(c, "layer-pruning sensitivity", 2, 0, 2, p);
+    return SP_OK;
+}
+
+/* ---- drift: how a model departs from its reference by layer (spanprobe drift) ---- */
+
+static sp_status drift_run(sp_plot_ctx *c, const sp_plot_series *s, const sp_report_array *a, void *acc)
+{
+    spans *sp = acc;
+    const int64_t n = min64(min64(a[0].shape[0], a[1].shape[0]), a[2].shape[0]);
+    sp_plot_block(c, "%s: layer (h_0 = block-0 input), ||h - h_ref|| / ||h_ref||, 1 - cosine, 1 - CKA", s->title);
+    for (int64_t l = 0; l < n; l++) {
+        const double v[4] = {(double)l, a[0].data[l], 1 - a[1].data[l], 1 - a[2].data[l]};
+        for (int p = 0; p < 3; p++) { /* zero drift (an untouched embedding) does not decide the axis */
+            const double pos = positive_or_nan(v[1 + p]);
+            sp_plot_span_add(&sp->span[p], 1, &pos);
+        }
+        sp_plot_row(c, 4, v);
+    }
+    return SP_OK;
+}
+
+sp_status sp_fig_drift(sp_plot_ctx *c)
+{
+    static const sp_plot_metric m[] = {{"rel_error", 1}, {"cosine", 1}, {"cka", 1}};
+    spans sp;
+    spans_init(&sp);
+    SP_TRY(sp_plot_each_report(c, "drift", 3, m, drift_run, &sp));
+    const sp_plot_panel p[3] = {
+        {"relative error of the hidden state", "layer", "||h - h_ref|| / ||h_ref||", 0, 2, 0, 0, 0,
+         sp_plot_span_decades(&sp.span[0])},
+        {"1 - mean cosine to the reference", "layer", "1 - cos(h, h_ref)", 0, 3, 0, 0, 0,
+         sp_plot_span_decades(&sp.span[1])},
+        {"1 - linear CKA to the reference", "layer", "1 - CKA(H, H_ref)", 0, 4, 0, 0, 0,
+         sp_plot_span_decades(&sp.span[2])},
+    };
+    sp_plot_var_panels(c, "drift from the reference model by layer", 1, 0, 3, p);
     return SP_OK;
 }

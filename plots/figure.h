@@ -125,5 +125,6 @@ sp_status sp_fig_jac(sp_plot_ctx *c);
 sp_status sp_fig_growth(sp_plot_ctx *c);
 sp_status sp_fig_prune(sp_plot_ctx *c);
 sp_status sp_fig_cka(sp_plot_ctx *c);
+sp_status sp_fig_drift(sp_plot_ctx *c);
 
 #endif

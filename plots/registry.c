@@ -19,5 +19,7 @@ const sp_plot_figure sp_plot_figures[] = {
     {"jac", "block Jacobian spectral norm by block, with the SpanNorm bound", "panels", sp_fig_jac},
     {"growth", "hidden-state RMS and largest |h| over the median by layer", "panels", sp_fig_growth},
     {"prune", "loss increase when removing block l, and the last k blocks", "panels", sp_fig_prune},
+    {"drift", "how a model departs from its reference by layer: relative error, 1 - cosine, 1 - CKA (spanprobe drift)",
+     "panels", sp_fig_drift},
 };
 const int sp_plot_n_figures = (int)SP_ARRAY_LEN(sp_plot_figures);

@@ -25,8 +25,9 @@
 #define N_ROWS 24
 #define D_EMBED 16
 
+/* "drift" draws reports of `spanprobe drift` (tests/test_drift_cli.c draws it), none of the runs here */
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
-                                             "cond", "jac", "growth", "prune"};
+                                             "cond", "jac", "growth", "prune", "drift"};
 static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
 #define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
@@ -237,10 +238,14 @@ static void test_every_figure(void **state)
         skip();
     assert_int_equal(rc, 0);
     for (int i = 0; i < sp_plot_figure_count(); i++)
-        assert_figure(out, sp_plot_figure_id(i), 640, 400);
+        if (strcmp(sp_plot_figure_id(i), "drift") == 0)
+            assert_no_figure(out, "drift");
+        else
+            assert_figure(out, sp_plot_figure_id(i), 640, 400);
     assert_int_equal(sp_plot_figure_count(), N_REPORT_FIGURES + N_LOG_FIGURES);
-    /* the span report has no pruning arrays: one note, the figure drawn from pre alone */
-    assert_int_equal(scratch_count_lines(e), 1);
+    /* the span report has no pruning arrays: one note, the figure drawn from pre alone; no drift report */
+    assert_int_equal(scratch_count_lines(e), 2);
+    assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
     assert_non_null(strstr(o, "13 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
@@ -337,7 +342,7 @@ static void test_missing_data_skipped(void **state)
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
     assert_non_null(strstr(o, "4 figures drawn"));
-    assert_non_null(strstr(o, "9 skipped"));
+    assert_non_null(strstr(o, "10 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);

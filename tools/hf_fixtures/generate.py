@@ -9,39 +9,17 @@ Usage: generate.py [--out DIR]   (default: fixtures/hf under the repository root
 """
 
 import argparse
-import importlib.metadata
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(HERE))
+from pins import check_versions  # noqa: E402
 
-def check_versions():
-    """Refuse (one line, exit 2) unless the installed packages are exactly the pinned ones."""
-    pins = {}
-    with open(os.path.join(HERE, "requirements.txt")) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                name, version = line.split("==")
-                pins[name.strip()] = version.strip()
-    bad = []
-    for name, want in pins.items():
-        try:
-            have = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            have = "missing"
-        if have.split("+", 1)[0] != want:
-            bad.append(f"{name} {have} (pinned {want})")
-    if bad:
-        print("generate.py: installed versions differ from tools/hf_fixtures/requirements.txt: " + ", ".join(bad),
-              file=sys.stderr)
-        sys.exit(2)
-    return pins
-
-
-PINS = check_versions() if __name__ == "__main__" else None
+PINS = check_versions(os.path.join(HERE, "requirements.txt")) if __name__ == "__main__" else None
 
 import copy  # noqa: E402
 import json  # noqa: E402
@@ -59,7 +37,6 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import forward64  # noqa: E402
 
