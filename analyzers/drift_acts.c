@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "analyzers/dev_bufs.h"
 #include "analyzers/drift.h"
 #include "analyzers/drift_parts.h"
 
@@ -27,6 +28,7 @@ sp_status sp_drift_acts_init(sp_drift_acts *s, const sp_backend *be, int n_layer
     s->diff = be->alloc(cells, "drift differences");
     s->shifted[0] = be->alloc(cells, "drift shifted rows");
     s->shifted[1] = be->alloc(cells, "drift shifted rows");
+    s->product = be->alloc((size_t)d * (size_t)d * sizeof(sp_real), "drift cross-product scratch");
     s->sq_ref = sp_malloc((size_t)max_rows * sizeof(double), "drift norms");
     s->sq = sp_malloc((size_t)max_rows * sizeof(double), "drift norms");
     s->dsq = sp_malloc((size_t)max_rows * sizeof(double), "drift norms");
@@ -35,13 +37,13 @@ sp_status sp_drift_acts_init(sp_drift_acts *s, const sp_backend *be, int n_layer
     s->cos_sum = sp_calloc(n_h, sizeof(double), "drift sums");
     s->cols = sp_calloc(2 * n_h, sizeof *s->cols, "drift column sums");
     s->cross = sp_calloc(3 * n_h, sizeof *s->cross, "drift cross-products");
-    if (!s->unit_ref || !s->unit || !s->diff || !s->shifted[0] || !s->shifted[1] || !s->sq_ref || !s->sq || !s->dsq ||
-        !s->err_sq || !s->ref_sq || !s->cos_sum || !s->cols || !s->cross)
+    if (!s->unit_ref || !s->unit || !s->diff || !s->shifted[0] || !s->shifted[1] || !s->product || !s->sq_ref ||
+        !s->sq || !s->dsq || !s->err_sq || !s->ref_sq || !s->cos_sum || !s->cols || !s->cross)
         return SP_ERR_NOMEM;
     for (int i = 0; i < 2 * s->n_h; i++)
         SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, d));
     for (int i = 0; i < 3 * s->n_h; i++)
-        SP_TRY(sp_mom_cross_init(&s->cross[i], be, d, d));
+        SP_TRY(sp_mom_cross_init(&s->cross[i], be, d, d, s->product));
     return SP_OK;
 }
 
@@ -53,8 +55,8 @@ void sp_drift_acts_free(sp_drift_acts *s)
     for (int i = 0; s->cross && i < 3 * s->n_h; i++)
         sp_mom_cross_free(&s->cross[i]);
     if (be)
-        for (sp_real **p = (sp_real *[]){s->unit_ref, s->unit, s->diff, s->shifted[0], s->shifted[1], NULL}; *p; p++)
-            be->free(*p);
+        sp_dev_bufs_release(be, (sp_real *[]){s->unit_ref, s->unit, s->diff, s->shifted[0], s->shifted[1], s->product},
+                            6);
     sp_rowops_free(&s->ro);
     free(s->sq_ref);
     free(s->sq);
@@ -118,7 +120,7 @@ static sp_status layer_cka(sp_drift_acts *s, int l, double *total, double *cov, 
     SP_TRY(sp_mom_cols_flush(&s->cols[2 * l]));
     SP_TRY(sp_mom_cols_flush(&s->cols[2 * l + 1]));
     for (int w = 0; w < 3; w++) {
-        SP_TRY(sp_mom_cross_download(cross_of(s, l, w), total));
+        sp_mom_cross_download(cross_of(s, l, w), total);
         sp_mom_cross_free(cross_of(s, l, w));
         hsic[w] = sp_mom_hsic(total, &s->cols[2 * l + sides[w][0]], &s->cols[2 * l + sides[w][1]], cov);
     }

@@ -13,6 +13,7 @@ typedef struct {
     sp_rowops ro;
     sp_real *unit_ref, *unit, *diff; /* backend [max_rows, d] */
     sp_real *shifted[2];             /* backend [max_rows, d]: shifted rows of ref, model (moments.h) */
+    sp_real *product;                /* backend [d, d]: one batch's cross-product, lent to every total */
     double *sq_ref, *sq, *dsq;       /* host [max_rows] */
     double *err_sq, *ref_sq, *cos_sum; /* [n_h] sums over tokens */
     sp_mom_cols *cols;               /* [2 * n_h]: ref, model of each layer */
