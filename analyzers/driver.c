@@ -218,13 +218,15 @@ static void discard_all(run_state *rs)
 
 /* The streaming pass holds every streaming analyzer's accumulators (a d_ff x d_ff covariance per
  * block, a d x d cross-product per pair of layers, ...) on top of its forward pass. Its batch is the
- * largest, up to the chosen one, with which both together stay within the activations of one
- * forward + backward pass of the chosen batch, the memory the gradient analyzers take anyway: so
- * the analysis needs no more than weights, gradients and one pass's activations (docs/analyze.md,
- * "Memory"). Results do not depend on it: every token is still accumulated once. */
+ * largest, up to the chosen one, with which both together stay within what one training step of the
+ * chosen batch holds besides the weights: the parameter gradients and the activations of a forward +
+ * backward pass, which the gradient analyzers take anyway. So the analysis needs no more memory than
+ * a training step (docs/analyze.md, "Memory"). Results do not depend on it: every token is still
+ * accumulated once. */
 static int stream_batch(sp_analysis *a, size_t accumulators)
 {
-    const size_t budget = sp_model_activation_bytes(a->model, a->batch, a->seq_len);
+    const size_t budget = sp_model_activation_bytes(a->model, a->batch, a->seq_len) +
+                          sp_model_n_weights(a->model) * sizeof(sp_real);
     int b = a->batch;
     while (b > 1 && sp_model_activation_bytes(a->model, b, a->seq_len) + accumulators > budget)
         b--;
@@ -244,7 +246,7 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
     if (rs->stream_batch < batch) { /* begin again: the states' buffers are sized by the batch */
         if (!quiet)
             fprintf(stderr, "analyze: streaming pass in batches of %d sequence(s) instead of %d, so that the analyzers' "
-                            "accumulators (%.1f MiB) fit beside it in one forward + backward pass's activations\n",
+                            "accumulators (%.1f MiB) fit beside it in the memory of a training step\n",
                     rs->stream_batch, batch, (double)accumulators / 1048576.0);
         discard_all(rs);
         a->batch = rs->stream_batch;
