@@ -61,7 +61,7 @@ else
   CFLAGS_CUDA :=
 endif
 
-.PHONY: all test test-asan deps data clean bench main
+.PHONY: all test test-asan deps data test-data clean bench main
 all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
@@ -141,8 +141,15 @@ main: $(BIN)
 fixtures: $(BIN)
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) fixtures/build.sh
 
+# The real data of the tests: Moby Dick and the model SmolLM2-135M-Instruct in GGUF
+# (tools/fetch_smollm2.sh). Never fails: where they cannot be fetched, the tests that need them skip
+# with one line.
+test-data:
+	@tools/fetch_data.sh data || echo "note: the tests on data/mobydick.txt will be skipped"
+	@tools/fetch_smollm2.sh data/models || echo "note: the SmolLM2 tests will be skipped"
+
 # The test runner builds the fixtures through the tool itself, then runs every test binary.
-test: $(BIN) $(BIN64) $(TESTS) fixtures
+test: $(BIN) $(BIN64) $(TESTS) fixtures test-data
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
 
 test-asan:
@@ -153,6 +160,7 @@ deps:
 
 data:
 	@tools/fetch_data.sh data
+	@tools/fetch_smollm2.sh data/models || echo "note: the SmolLM2 tests will be skipped"
 
 clean:
 	rm -rf build build-asan
