@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/hf_config.h"
+
 typedef struct {
     const sp_gguf *g;
     const char *path, *arch;
@@ -21,17 +23,26 @@ static int has_key(const keys *k, const char *key)
     return sp_gguf_kv_find(k->g, name) >= 0;
 }
 
-/* `<arch>.key` into *out within [lo, INT32_MAX]; absent: an error when required, else *out kept. */
+/* Puts "<arch>.key" into name; *present says whether the file has it. Absent and required is an
+ * error. */
+static sp_status lookup(const keys *k, const char *key, int required, char name[128], int *present)
+{
+    key_name(k, key, name, 128);
+    *present = sp_gguf_kv_find(k->g, name) >= 0;
+    if (!*present && required)
+        return sp_error(SP_ERR_INPUT, "%s: required key %s is missing", k->path, name);
+    return SP_OK;
+}
+
+/* `<arch>.key` into *out within [lo, INT32_MAX]; absent and optional: *out kept. */
 static sp_status get_int(const keys *k, const char *key, int required, int64_t lo, int *out)
 {
     char name[128];
-    key_name(k, key, name, sizeof name);
-    if (sp_gguf_kv_find(k->g, name) < 0) {
-        if (required)
-            return sp_error(SP_ERR_INPUT, "%s: required key %s is missing", k->path, name);
-        return SP_OK;
-    }
+    int present;
+    SP_TRY(lookup(k, key, required, name, &present));
     uint64_t v = 0;
+    if (!present)
+        return SP_OK;
     SP_TRY(sp_gguf_get_uint(k->g, name, &v));
     if (v < (uint64_t)lo || v > INT32_MAX)
         return sp_error(SP_ERR_INPUT, "%s: %s = %llu is out of range (expected %lld..%d)", k->path, name,
@@ -43,12 +54,10 @@ static sp_status get_int(const keys *k, const char *key, int required, int64_t l
 static sp_status get_float(const keys *k, const char *key, int required, double *out)
 {
     char name[128];
-    key_name(k, key, name, sizeof name);
-    if (sp_gguf_kv_find(k->g, name) < 0) {
-        if (required)
-            return sp_error(SP_ERR_INPUT, "%s: required key %s is missing", k->path, name);
+    int present;
+    SP_TRY(lookup(k, key, required, name, &present));
+    if (!present)
         return SP_OK;
-    }
     SP_TRY(sp_gguf_get_float(k->g, name, out));
     if (!isfinite(*out))
         return sp_error(SP_ERR_INPUT, "%s: %s = %g is not finite", k->path, name, *out);
@@ -185,12 +194,7 @@ sp_status sp_gguf_config_read(const sp_gguf *g, const char *path, sp_config *cfg
     const sp_hf_family *f = sp_hf_family_find(a->hf_architecture);
     if (!f)
         return sp_error(SP_ERR_INTERNAL, "%s: no Hugging Face family %s", a->arch, a->hf_architecture);
-    sp_config_defaults(cfg);
-    cfg->variant = f->variant;
-    cfg->norm = f->norm;
-    cfg->ffn = f->ffn;
-    cfg->gelu = f->gelu;
-    cfg->pos = f->pos;
+    sp_hf_family_defaults(f, cfg);
     cfg->qk_norm = a->qk_norm;
     const keys k = {g, path, a->arch};
     SP_TRY(read_sizes(&k, cfg));

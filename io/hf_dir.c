@@ -205,22 +205,13 @@ sp_status sp_hf_load(const char *dir, const sp_backend *be, sp_model **model, sp
     *model = NULL;
     sp_ckpt_meta_init(meta);
     hf_plan p;
-    sp_model *m = NULL;
     sp_status st = plan_open(dir, &p);
     if (st == SP_OK)
         st = fill_meta(dir, &p, meta);
     if (st == SP_OK)
-        st = sp_model_create(&p.hc.cfg, be, &m);
-    if (st == SP_OK)
-        st = sp_param_fill_model(m, p.specs, p.sources, p.n_params);
-    if (st == SP_OK)
-        st = sp_model_sync(m);
+        st = sp_param_model_create(&p.hc.cfg, be, p.specs, p.sources, p.n_params, model);
     plan_free(&p);
-    if (st != SP_OK) {
-        sp_model_free(m);
+    if (st != SP_OK)
         sp_ckpt_meta_free(meta);
-        return st;
-    }
-    *model = m;
-    return SP_OK;
+    return st;
 }

@@ -179,3 +179,20 @@ sp_status sp_param_fill_model(sp_model *m, const sp_param_spec *specs, const sp_
     free(scratch);
     return st;
 }
+
+sp_status sp_param_model_create(const sp_config *cfg, const sp_backend *be, const sp_param_spec *specs,
+                                const sp_param_source *sources, int n, sp_model **model)
+{
+    sp_model *m = NULL;
+    sp_status st = sp_model_create(cfg, be, &m);
+    if (st == SP_OK)
+        st = sp_param_fill_model(m, specs, sources, n);
+    if (st == SP_OK)
+        st = sp_model_sync(m);
+    if (st != SP_OK) {
+        sp_model_free(m);
+        m = NULL;
+    }
+    *model = m;
+    return st;
+}

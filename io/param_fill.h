@@ -50,5 +50,8 @@ sp_status sp_param_source_init(sp_param_source *ps, const sp_hf_tensor *entry, c
 /* Fills every parameter of m (specs[i] from sources[i]), releasing each source after its read. On
  * the CPU backend parameters are written in place; elsewhere one at a time through a host buffer. */
 sp_status sp_param_fill_model(sp_model *m, const sp_param_spec *specs, const sp_param_source *sources, int n);
+/* The model of cfg on be, filled so and synced; *model is NULL on failure. */
+sp_status sp_param_model_create(const sp_config *cfg, const sp_backend *be, const sp_param_spec *specs,
+                                const sp_param_source *sources, int n, sp_model **model);
 
 #endif

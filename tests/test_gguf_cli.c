@@ -4,7 +4,6 @@
  * `analyze` (a report; 2 when --out names the input), and `generate` (the model loads; these
  * fixtures carry no tokenizer, which generate says in one line). */
 #include <cJSON.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +16,7 @@
 
 #include "io/dump.h"
 #include "support/cli_expect.h"
+#include "support/gguf_model_ref.h"
 #include "support/json_file.h"
 #include "support/scratch.h"
 
@@ -113,7 +113,7 @@ static void test_dump_logits(void **state)
 {
     (void)state;
     const char *file = "hf-qwen3-f32.gguf";
-    char tokens[512], out[512], model[256], seq_text[16], ref[256];
+    char tokens[512], out[512], model[256], seq_text[16];
     int seq = 0;
     write_tokens(file, tokens, sizeof tokens, &seq);
     snprintf(seq_text, sizeof seq_text, "%d", seq);
@@ -127,19 +127,7 @@ static void test_dump_logits(void **state)
     const size_t n = (size_t)sp_dump_rows(d) * (size_t)sp_dump_get_info(d)->vocab_size;
     sp_real *logits = malloc(n * sizeof *logits);
     assert_int_equal(sp_dump_read(d, SP_DUMP_LOGITS, 0, 0, 0, sp_dump_rows(d), logits), SP_OK);
-    snprintf(ref, sizeof ref, "fixtures/gguf_models/hf-qwen3-f32.logits_f64.f64");
-    size_t len = 0;
-    char *want = scratch_read_file(ref, &len);
-    assert_int_equal(len, n * sizeof(double));
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) {
-        double w;
-        memcpy(&w, want + i * sizeof w, sizeof w);
-        diff = fmax(diff, fabs((double)logits[i] - w));
-        scale = fmax(scale, fabs(w));
-    }
-    assert_true(diff <= 1e-5 * scale);
-    free(want);
+    assert_true(gguf_model_ref_compare(logits, "hf-qwen3-f32.logits_f64.f64", n) <= 1e-5);
     free(logits);
     sp_dump_close(d);
     cli_expect_error(2, NEEDLES("dump", model, "--tokens", tokens, "--out", model), NEEDLES("the output is the input"));

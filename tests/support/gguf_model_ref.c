@@ -28,6 +28,25 @@ static const cJSON *manifest_entry(cJSON *manifest, const char *file)
     return NULL;
 }
 
+double gguf_model_ref_compare(const sp_real *got, const char *ref_file, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", GGUF_MODELS_DIR, ref_file);
+    size_t len = 0;
+    char *bytes = scratch_read_file(path, &len);
+    assert_non_null(bytes);
+    assert_int_equal(len, n * sizeof(double));
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want;
+        memcpy(&want, bytes + i * sizeof want, sizeof want);
+        diff = fmax(diff, fabs((double)got[i] - want));
+        scale = fmax(scale, fabs(want));
+    }
+    free(bytes);
+    return diff / scale;
+}
+
 double gguf_model_ref_error(sp_model *m, const char *file)
 {
     cJSON *manifest = json_file_read(GGUF_MODELS_DIR "/manifest.json");
@@ -46,25 +65,11 @@ double gguf_model_ref_error(sp_model *m, const char *file)
     }
     assert_int_equal(k, batch * seq);
     assert_int_equal(sp_model_forward(m, tokens, NULL, batch, seq, NULL), SP_OK);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", GGUF_MODELS_DIR, cJSON_GetObjectItem(ref, "file")->valuestring);
-    size_t len = 0;
-    char *bytes = scratch_read_file(path, &len);
-    const size_t n = (size_t)k * (size_t)vocab;
-    assert_non_null(bytes);
-    assert_int_equal(len, n * sizeof(double));
-    const sp_real *got = sp_model_logits(m);
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) {
-        double want;
-        memcpy(&want, bytes + i * sizeof want, sizeof want);
-        diff = fmax(diff, fabs((double)got[i] - want));
-        scale = fmax(scale, fabs(want));
-    }
-    free(bytes);
+    const double err = gguf_model_ref_compare(sp_model_logits(m), cJSON_GetObjectItem(ref, "file")->valuestring,
+                                              (size_t)k * (size_t)vocab);
     free(tokens);
     cJSON_Delete(manifest);
-    return diff / scale;
+    return err;
 }
 
 static double run_tol;

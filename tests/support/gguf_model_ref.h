@@ -8,6 +8,9 @@
 
 #define GGUF_MODELS_DIR "fixtures/gguf_models"
 
+/* max |got - reference| / max |reference| over the n float64 values of the reference file
+ * GGUF_MODELS_DIR/<ref_file> (which must hold exactly n). */
+double gguf_model_ref_compare(const sp_real *got, const char *ref_file, size_t n);
 /* max |logit - reference| / max |reference| of m on the reference tokens of manifest entry `file`. */
 double gguf_model_ref_error(sp_model *m, const char *file);
 /* One cmocka test per model of the manifest: loads it on the CPU backend and fails unless its logits
