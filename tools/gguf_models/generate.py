@@ -417,6 +417,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "fixtures", "gguf_models"))
     out = parser.parse_args().out
+    if os.path.exists(out) and not os.path.exists(os.path.join(out, "manifest.json")):
+        sys.exit(f"generate.py: {out} exists and holds no manifest.json; not replacing it")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     models = [hf_fixture(out, d, a, o) for d, a, o in HF_FIXTURES] + llama_family(out)
