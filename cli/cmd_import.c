@@ -104,6 +104,7 @@ int sp_cmd_import(int argc, char **argv)
             return sp_cli_usage_error("import", "unknown option %s", argv[i]);
     const sp_model_source_kind kinds[] = {SP_SOURCE_HF_DIR, SP_SOURCE_GGUF};
     const char *const names[] = {"hf", "gguf"}, *const inputs[] = {"DIR", "FILE.gguf"};
+    const char *const expected[] = {"a directory holding config.json", "a file starting with the magic GGUF"};
     for (int k = 0; k < 2; k++) {
         if (argc < 2 || strcmp(argv[1], names[k]) != 0)
             continue;
@@ -111,8 +112,8 @@ int sp_cmd_import(int argc, char **argv)
             return sp_cli_usage_error("import", "expected %s OUT.h5 after %s (%d given)", inputs[k], names[k],
                                       argc - 2);
         if (sp_model_source_kind_of(argv[2]) != kinds[k])
-            return sp_cli_report("import", sp_error(SP_ERR_INPUT, "%s: not a %s", argv[2],
-                                                    sp_model_source_kind_name(kinds[k])));
+            return sp_cli_report("import", sp_error(SP_ERR_INPUT, "%s: not a %s (expected %s)", argv[2],
+                                                    sp_model_source_kind_name(kinds[k]), expected[k]));
         sp_error_clear();
         return sp_cli_report("import", import_source(argv[2], argv[3]));
     }

@@ -82,7 +82,7 @@ static void test_import(void **state)
     assert_memory_equal(bytes, after, len);
     free(bytes);
     free(after);
-    cli_expect_error(3, NEEDLES("import", "gguf", "fixtures/hf/llama-f32", ckpt), NEEDLES("not a gguf file"));
+    cli_expect_error(3, NEEDLES("import", "gguf", "fixtures/hf/llama-f32", ckpt), NEEDLES("not a gguf file (expected a file starting with the magic GGUF)"));
     cli_expect_error(2, NEEDLES("import", "gguf", Q4K), NEEDLES("expected FILE.gguf OUT.h5 after gguf"));
 }
 
