@@ -85,7 +85,9 @@ static const sp_hf_tensor neox_tensors[] = {
 #define RMS "attention.layer_norm_rms_epsilon"
 #define LN "attention.layer_norm_epsilon"
 #define NO_WINDOWS -1, 0, 0
-/*  arch       HF family             neox  eps  qk_norm               sqrt(d) caps      windows           parallel 27B  tensors */
+/* Columns as in sp_gguf_arch: arch, Hugging Face family, NEOX RoPE, norm epsilon key, q/k norm,
+ * sqrt(d) embedding scale, attention and final soft-caps, window pattern, default window and local
+ * RoPE base, parallel-residual key, layers of the 27B score-scale rule, tensors. */
 static const sp_gguf_arch archs[] = {
     {"llama", "LlamaForCausalLM", 0, RMS, SP_QK_NORM_NONE, 0, 0, 0, NO_WINDOWS, 0, 0, llama_tensors},
     {"qwen2", "Qwen2ForCausalLM", 1, RMS, SP_QK_NORM_NONE, 0, 0, 0, NO_WINDOWS, 0, 0, llama_tensors},
