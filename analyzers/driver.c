@@ -468,8 +468,8 @@ sp_status sp_analyze_run(const sp_analyze_job *job)
     SP_TRY(safe);
     if (job->csv_dir)
         SP_TRY(sp_csv_prepare_dir(job->csv_dir));
-    char format[64] = SP_CKPT_FORMAT; /* a model directory is read as a checkpoint */
-    if (sp_model_source_kind_of(job->input) != SP_SOURCE_HF_DIR)
+    char format[64] = SP_CKPT_FORMAT; /* a model directory or GGUF file is read as a checkpoint */
+    if (sp_model_source_kind_of(job->input) == SP_SOURCE_CHECKPOINT)
         SP_TRY(input_format(job->input, format, sizeof format));
     const int is_ckpt = strcmp(format, SP_CKPT_FORMAT) == 0, is_dump = strcmp(format, SP_DUMP_FORMAT) == 0;
     if (!is_ckpt && !is_dump)

@@ -1,25 +1,31 @@
 /* spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5: a llama2.c checkpoint and its tokenizer
  * as a spanprobe checkpoint (io/llama2c.h has the mapping); spanprobe import hf DIR OUT.h5: a
- * Hugging Face model directory as one (io/hf_dir.h). docs/import.md. */
+ * Hugging Face model directory as one (io/hf_dir.h); spanprobe import gguf FILE OUT.h5: a GGUF file
+ * (io/gguf_model.h). docs/import.md. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/sha256.h"
 #include "io/checkpoint.h"
-#include "io/hf_dir.h"
 #include "io/model_source.h"
 #include "io/llama2c.h"
 
 static void print_help(void)
 {
     printf("usage: spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5\n"
-           "       spanprobe import hf DIR OUT.h5\n\n"
+           "       spanprobe import hf DIR OUT.h5\n"
+           "       spanprobe import gguf FILE.gguf OUT.h5\n\n"
            "hf: converts a Hugging Face model directory (config.json, model.safetensors or its shards with\n"
            "model.safetensors.index.json, optionally tokenizer.json) into one spanprobe checkpoint. Every\n"
            "command that takes a checkpoint also reads DIR directly; this is for those who want one file.\n"
            "Architectures: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, OLMo-2, Gemma, Gemma 2, Gemma 3\n"
            "(docs/import.md has the table of config keys and what is rejected).\n\n"
+           "gguf: converts a GGUF file (llama.cpp's format, versions 2 and 3) into one spanprobe checkpoint,\n"
+           "dequantizing F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K..Q6_K tensors into the compute\n"
+           "type. Every command that takes a checkpoint also reads FILE.gguf directly. general.architecture:\n"
+           "llama (Mistral too), qwen2, qwen3, gemma, gemma2, gemma3, olmo2, gpt2, gptneox (docs/import.md\n"
+           "has the keys, llama.cpp's conventions and what is rejected).\n\n"
            "llama2c: converts a llama2.c checkpoint (run.c's format: 7 int32 header, float32 tensors) and its\n"
            "tokenizer.bin into a spanprobe checkpoint: variant pre, RMSNorm (eps 1e-5), SwiGLU, RoPE\n"
            "(theta 10000), grouped-query attention, tied or untied head from the sign of vocab_size.\n"
@@ -67,12 +73,13 @@ static sp_status import_llama2c(const char *model_path, const char *tok_path, co
     return st;
 }
 
-static sp_status import_hf(const char *dir, const char *out_path)
+/* A Hugging Face directory or a GGUF file, through io/model_source.h. */
+static sp_status import_source(const char *dir, const char *out_path)
 {
     SP_TRY(sp_model_source_check_output(dir, out_path));
     sp_model *m = NULL;
     sp_ckpt_meta meta;
-    SP_TRY(sp_hf_load(dir, sp_backend_cpu(), &m, &meta));
+    SP_TRY(sp_model_source_load(dir, sp_backend_cpu(), &m, &meta));
     sp_status st = sp_ckpt_write(out_path, m, &meta, NULL, NULL);
     if (st == SP_OK)
         printf("imported %s: %s, %d layers, d_model %d, %d/%d heads of %d, d_ff %d, vocab %d (%s head), %zu weights%s "
@@ -95,14 +102,23 @@ int sp_cmd_import(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--", 2) == 0)
             return sp_cli_usage_error("import", "unknown option %s", argv[i]);
-    if (argc >= 2 && strcmp(argv[1], "hf") == 0) {
+    const sp_model_source_kind kinds[] = {SP_SOURCE_HF_DIR, SP_SOURCE_GGUF};
+    const char *const names[] = {"hf", "gguf"}, *const inputs[] = {"DIR", "FILE.gguf"};
+    const char *const expected[] = {"a directory holding config.json", "a file starting with the magic GGUF"};
+    for (int k = 0; k < 2; k++) {
+        if (argc < 2 || strcmp(argv[1], names[k]) != 0)
+            continue;
         if (argc != 4)
-            return sp_cli_usage_error("import", "expected DIR OUT.h5 after hf (%d given)", argc - 2);
+            return sp_cli_usage_error("import", "expected %s OUT.h5 after %s (%d given)", inputs[k], names[k],
+                                      argc - 2);
+        if (sp_model_source_kind_of(argv[2]) != kinds[k])
+            return sp_cli_report("import", sp_error(SP_ERR_INPUT, "%s: not a %s (expected %s)", argv[2],
+                                                    sp_model_source_kind_name(kinds[k]), expected[k]));
         sp_error_clear();
-        return sp_cli_report("import", import_hf(argv[2], argv[3]));
+        return sp_cli_report("import", import_source(argv[2], argv[3]));
     }
     if (argc < 2 || strcmp(argv[1], "llama2c") != 0)
-        return sp_cli_usage_error("import", "expected the source format llama2c or hf, found '%s'",
+        return sp_cli_usage_error("import", "expected the source format llama2c, hf or gguf, found '%s'",
                                   argc < 2 ? "" : argv[1]);
     if (argc != 5)
         return sp_cli_usage_error("import", "expected MODEL.bin TOKENIZER.bin OUT.h5 after llama2c (%d given)",

@@ -27,8 +27,9 @@
 static void print_help(void)
 {
     printf("usage: spanprobe inspect FILE [--json]\n\n"
-           "Describes a spanprobe checkpoint, activation dump or report (docs/formats.md), or a Hugging Face\n"
-           "model directory (the spanprobe config it maps to, and which parameters each tensor fills): the format and\n"
+           "Describes a spanprobe checkpoint, activation dump or report (docs/formats.md), a Hugging Face\n"
+           "model directory or a GGUF file (the spanprobe config it maps to, which parameters each tensor\n"
+           "fills, GGUF's architecture, metadata and tensor types with their counts): the format and\n"
            "version, the provenance and config attributes, and a table of every tensor with its shape,\n"
            "dtype, stored size, min, max, mean and std of its finite values and its count of NaN/Inf.\n"
            "The file is validated first as the commands that read it would; NaN/Inf values are counted,\n"
@@ -384,8 +385,12 @@ int sp_cmd_inspect(int argc, char **argv)
     if (!path)
         return sp_cli_usage_error("inspect", "a FILE to inspect is required");
     cJSON *doc = NULL;
-    sp_status st = sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR ? sp_inspect_collect_hf(path, &doc)
-                                                                     : collect(path, &doc);
+    sp_status st;
+    switch (sp_model_source_kind_of(path)) {
+    case SP_SOURCE_HF_DIR: st = sp_inspect_collect_hf(path, &doc); break;
+    case SP_SOURCE_GGUF: st = sp_inspect_collect_gguf(path, &doc); break;
+    default: st = collect(path, &doc); break;
+    }
     if (st != SP_OK)
         return sp_cli_report("inspect", st);
     if (json) {

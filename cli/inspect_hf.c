@@ -83,7 +83,7 @@ static sp_status add_tensors(const char *dir, const sp_hf_config *hc, const sp_s
     return status;
 }
 
-static void add_config(const sp_config *cfg, cJSON *attrs)
+void sp_inspect_add_config(const sp_config *cfg, cJSON *attrs)
 {
     cJSON *group = cJSON_AddObjectToObject(attrs, "/config (spanprobe)");
     char value[128];
@@ -112,7 +112,7 @@ sp_status sp_inspect_collect_hf(const char *dir, cJSON **out)
     cJSON *root = cJSON_AddObjectToObject(attrs, "/");
     cJSON_AddStringToObject(root, "source", meta.source);
     cJSON_AddStringToObject(root, "tokenizer", meta.has_tokenizer ? "tokenizer.json" : "none");
-    add_config(&meta.cfg, attrs);
+    sp_inspect_add_config(&meta.cfg, attrs);
     cJSON *tensors = cJSON_AddArrayToObject(doc, "tensors");
     if (status == SP_OK)
         status = add_tensors(dir, &hc, st, tensors);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/arch_table.h"
 #include "io/hf_config.h"
 #include "io/hf_keys.h"
 
@@ -143,16 +144,6 @@ static sp_status gemma3_keys(const cJSON *root, sp_hf_config *hc, const char *wh
 }
 
 /* ---- tensor tables ---- */
-
-#define T(param, tensor) {param, tensor, 0, SP_HF_ROWS_PLAIN, 0, 0, 0}
-#define T_ROPE(param, tensor) {param, tensor, 0, SP_HF_ROWS_PLAIN, 0, 1, 0}
-#define T_GAIN(param, tensor) {param, tensor, 0, SP_HF_ROWS_PLAIN, 0, 0, 1}
-#define T_ROPE_GAIN(param, tensor) {param, tensor, 0, SP_HF_ROWS_PLAIN, 0, 1, 1}
-#define T_CONV(param, tensor) {param, tensor, 1, SP_HF_ROWS_PLAIN, 0, 0, 0}
-#define T_CONV_PART(param, tensor, part) {param, tensor, 1, SP_HF_ROWS_PART, part, 0, 0}
-#define T_PART(param, tensor, part) {param, tensor, 0, SP_HF_ROWS_PART, part, 0, 0}
-#define T_NEOX(param, tensor, part, rope) {param, tensor, 0, SP_HF_ROWS_NEOX_QKV, part, rope, 0}
-#define T_END {NULL, NULL, 0, SP_HF_ROWS_PLAIN, 0, 0, 0}
 
 static const sp_hf_tensor gpt2_tensors[] = {
     T("embed/tok", "transformer.wte.weight"),
@@ -291,14 +282,19 @@ const char *sp_hf_family_list(void)
     return list;
 }
 
-const sp_hf_tensor *sp_hf_tensor_for(const sp_hf_family *f, const char *param, int *layer)
+const sp_hf_tensor *sp_hf_tensor_in(const sp_hf_tensor *table, const char *param, int *layer)
 {
     *layer = -1;
     int n = 0;
     if (sscanf(param, "blocks/%d/%n", layer, &n) == 1 && n > 0)
         param += n;
-    for (const sp_hf_tensor *t = f->tensors; t->param; t++)
+    for (const sp_hf_tensor *t = table; t->param; t++)
         if (strcmp(t->param, param) == 0)
             return t;
     return NULL;
+}
+
+const sp_hf_tensor *sp_hf_tensor_for(const sp_hf_family *f, const char *param, int *layer)
+{
+    return sp_hf_tensor_in(f->tensors, param, layer);
 }

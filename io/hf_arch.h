@@ -69,5 +69,7 @@ const char *sp_hf_family_list(void);
 /* The table entry a spanprobe parameter comes from (name as in model/params.h); *layer gets the
  * block index (-1 outside the blocks). NULL when the family has none (a bug in its table). */
 const sp_hf_tensor *sp_hf_tensor_for(const sp_hf_family *f, const char *param, int *layer);
+/* The same lookup in any NULL-terminated table (io/gguf_arch.h's tables too). */
+const sp_hf_tensor *sp_hf_tensor_in(const sp_hf_tensor *table, const char *param, int *layer);
 
 #endif

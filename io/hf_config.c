@@ -159,6 +159,16 @@ sp_status sp_hf_read_windows(const cJSON *root, sp_hf_config *hc, int default_pa
 
 /* ---- the whole file ---- */
 
+void sp_hf_family_defaults(const sp_hf_family *f, sp_config *cfg)
+{
+    sp_config_defaults(cfg);
+    cfg->variant = f->variant;
+    cfg->norm = f->norm;
+    cfg->ffn = f->ffn;
+    cfg->gelu = f->gelu;
+    cfg->pos = f->pos;
+}
+
 static sp_status read_sizes(const cJSON *root, const sp_hf_family *f, sp_config *cfg, const char *where)
 {
     const sp_hf_size_keys *k = &f->keys;
@@ -204,12 +214,7 @@ static sp_status map_config(const cJSON *root, sp_hf_config *hc, const char *whe
     SP_TRY(find_family(root, hc, where));
     const sp_hf_family *f = hc->family;
     sp_config *cfg = &hc->cfg;
-    sp_config_defaults(cfg);
-    cfg->variant = f->variant;
-    cfg->norm = f->norm;
-    cfg->ffn = f->ffn;
-    cfg->gelu = f->gelu;
-    cfg->pos = f->pos;
+    sp_hf_family_defaults(f, cfg);
     SP_TRY(read_sizes(root, f, cfg, where));
     SP_TRY(sp_hf_json_unsupported(root, "is_encoder_decoder", "an encoder-decoder model", where));
     SP_TRY(sp_hf_json_unsupported(root, "add_cross_attention", "cross-attention", where));

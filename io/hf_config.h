@@ -15,6 +15,10 @@
 /* Reads and maps path (a config.json). */
 sp_status sp_hf_config_read(const char *path, sp_hf_config *out);
 
+/* The defaults of cfg with the family's recipe: variant, norm, FFN, GELU, positions (shared with
+ * the GGUF architectures of io/gguf_config.c). */
+void sp_hf_family_defaults(const sp_hf_family *f, sp_config *cfg);
+
 /* ---- shared by the families' key readers (io/hf_arch.c) ---- */
 /* RoPE: rope_parameters (flat, or per layer type) or the legacy keys; the rotated share of a head
  * defaults to default_partial (GPT-NeoX: 0.25 when no key says otherwise). legacy_theta is the

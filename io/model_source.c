@@ -8,29 +8,39 @@
 
 #include "core/sha256.h"
 #include "io/dirs.h"
+#include "io/gguf_model.h"
 #include "io/hf_dir.h"
 
 sp_model_source_kind sp_model_source_kind_of(const char *path)
 {
-    return sp_hf_is_model_dir(path) ? SP_SOURCE_HF_DIR : SP_SOURCE_CHECKPOINT;
+    if (sp_hf_is_model_dir(path))
+        return SP_SOURCE_HF_DIR;
+    return sp_gguf_is_model_file(path) ? SP_SOURCE_GGUF : SP_SOURCE_CHECKPOINT;
 }
 
 const char *sp_model_source_kind_name(sp_model_source_kind kind)
 {
-    return kind == SP_SOURCE_HF_DIR ? "hugging face directory" : "checkpoint";
+    static const char *const names[] = {"checkpoint", "hugging face directory", "gguf file"};
+    return names[kind];
 }
 
 sp_status sp_model_source_read_meta(const char *path, sp_ckpt_meta *meta)
 {
-    if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
-        return sp_hf_read_meta(path, meta);
+    switch (sp_model_source_kind_of(path)) {
+    case SP_SOURCE_HF_DIR: return sp_hf_read_meta(path, meta);
+    case SP_SOURCE_GGUF: return sp_gguf_model_read_meta(path, meta);
+    case SP_SOURCE_CHECKPOINT: break;
+    }
     return sp_ckpt_read_meta(path, meta);
 }
 
 sp_status sp_model_source_load(const char *path, const sp_backend *be, sp_model **model, sp_ckpt_meta *meta)
 {
-    if (sp_model_source_kind_of(path) == SP_SOURCE_HF_DIR)
-        return sp_hf_load(path, be, model, meta);
+    switch (sp_model_source_kind_of(path)) {
+    case SP_SOURCE_HF_DIR: return sp_hf_load(path, be, model, meta);
+    case SP_SOURCE_GGUF: return sp_gguf_model_load(path, be, model, meta);
+    case SP_SOURCE_CHECKPOINT: break;
+    }
     return sp_ckpt_load(path, be, model, meta);
 }
 
