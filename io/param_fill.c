@@ -153,31 +153,81 @@ static sp_status fill(const sp_param_source *ps, const char *param, sp_real *dst
     return SP_OK;
 }
 
-sp_status sp_param_fill_model(sp_model *m, const sp_param_spec *specs, const sp_param_source *sources, int n)
+static void release(const sp_param_source *ps)
 {
-    const int in_place = sp_model_backend(m) == sp_backend_cpu();
+    if (ps->src.release) /* read: out of resident memory (q, k, v of a fused tensor map it again) */
+        ps->src.release(ps->src.tensor);
+}
+
+/* On the CPU backend parameters are host memory, written in place, several at a time: converting
+ * them costs about what reading the file does, and half of it is the page faults of the fresh
+ * model memory, which both cores take in parallel (docs/benchmarks.md, "Hugging Face models").
+ * Largest first, so the cores finish together. Errors are thread-local (core/common.h): a worker's
+ * message is carried back, and of several failures that of the first parameter is reported. */
+static sp_status fill_in_place(sp_model *m, const sp_param_spec *specs, const sp_param_source *sources, int n)
+{
+    int *order = sp_malloc((size_t)(n > 0 ? n : 1) * sizeof *order, "parameter order");
+    if (!order)
+        return SP_ERR_NOMEM;
+    for (int i = 0; i < n; i++) {
+        int j = i; /* insertion sort by size, descending: n is a few hundred */
+        for (; j > 0 && sp_param_numel(&specs[order[j - 1]]) < sp_param_numel(&specs[i]); j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    int failed = n;
+    sp_status failed_code = SP_OK;
+    char failed_message[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < n; k++) {
+        const int i = order[k];
+        sp_status st = fill(&sources[i], specs[i].name, sp_model_param(m, i));
+        release(&sources[i]);
+        if (st != SP_OK) {
+#pragma omp critical(param_fill_error)
+            if (i < failed) {
+                failed = i;
+                failed_code = st;
+                snprintf(failed_message, sizeof failed_message, "%s", sp_error_message());
+            }
+            sp_error_clear();
+        }
+    }
+    free(order);
+    if (failed == n)
+        return SP_OK;
+    sp_error_clear();
+    return sp_error(failed_code, "%s", failed_message);
+}
+
+/* Elsewhere one parameter at a time goes through a host buffer. */
+static sp_status fill_through_host(sp_model *m, const sp_param_spec *specs, const sp_param_source *sources, int n)
+{
     sp_real *scratch = NULL;
     size_t scratch_len = 0;
     sp_status st = SP_OK;
     for (int i = 0; i < n && st == SP_OK; i++) {
         const size_t numel = sp_param_numel(&specs[i]);
-        sp_real *dst = in_place ? sp_model_param(m, i) : NULL;
-        if (!in_place && numel > scratch_len) {
+        if (numel > scratch_len) {
             free(scratch);
             scratch_len = numel;
             if (!(scratch = sp_malloc(numel * sizeof *scratch, "parameter upload buffer")))
                 return SP_ERR_NOMEM;
         }
-        if (!dst)
-            dst = scratch;
-        st = fill(&sources[i], specs[i].name, dst);
-        if (sources[i].src.release) /* read: out of resident memory (q, k, v of a fused tensor map it again) */
-            sources[i].src.release(sources[i].src.tensor);
-        if (st == SP_OK && !in_place)
-            sp_model_set_param(m, i, dst);
+        st = fill(&sources[i], specs[i].name, scratch);
+        release(&sources[i]);
+        if (st == SP_OK)
+            sp_model_set_param(m, i, scratch);
     }
     free(scratch);
     return st;
+}
+
+sp_status sp_param_fill_model(sp_model *m, const sp_param_spec *specs, const sp_param_source *sources, int n)
+{
+    if (sp_model_backend(m) == sp_backend_cpu())
+        return fill_in_place(m, specs, sources, n);
+    return fill_through_host(m, specs, sources, n);
 }
 
 sp_status sp_param_model_create(const sp_config *cfg, const sp_backend *be, const sp_param_spec *specs,

@@ -38,7 +38,7 @@ typedef struct {
     int n_kvs;
     gb_info tensors[MAX_TENSORS];
     int n_tensors;
-    int nan_at; /* > 0: this float of the data is NaN */
+    int nan_at[2]; /* > 0: this float of the data is NaN */
 } model_spec;
 
 static void base_model(model_spec *m)
@@ -122,8 +122,9 @@ static void write_model(model_spec *m, const char *name, char *path, size_t len,
     assert_non_null(data);
     for (size_t i = 0; i < offset / 4; i++)
         data[i] = 0.05f * (float)((int)(i % 11) - 5) + 0.5f;
-    if (m->nan_at > 0)
-        data[m->nan_at] = NAN;
+    for (int i = 0; i < 2; i++)
+        if (m->nan_at[i] > 0)
+            data[m->nan_at[i]] = NAN;
     byte_buf b = gb_file(&kvs, n_kvs, m->tensors, m->n_tensors, 32, data, offset, NULL);
     free(data);
     byte_buf_free(&kvs);
@@ -273,8 +274,13 @@ static void test_nan_weight(void **state)
     (void)state;
     model_spec m;
     base_model(&m);
-    m.nan_at = 3; /* in token_embd, the first tensor */
+    m.nan_at[0] = 3; /* in token_embd, the first tensor */
     expect_spec_rejected(&m, SP_ERR_NUMERIC, NEEDLES("token_embd.weight", "1 NaN/Inf values"));
+    /* two bad tensors, filled in parallel and the larger first: the error names the first parameter,
+     * blk.0.attn_norm (floats 152..155) before blk.0.ffn_down (128..143) */
+    m.nan_at[0] = 130;
+    m.nan_at[1] = 153;
+    expect_spec_rejected(&m, SP_ERR_NUMERIC, NEEDLES("blk.0.attn_norm.weight", "1 NaN/Inf values"));
 }
 
 /* The reader's own checks on the model path: a truncated file, a quantized row of partial blocks. */
