@@ -243,8 +243,8 @@ def gguf_field(reader, key):
 
 def unpermute(w, n_head):
     """Undo llama.cpp's convert_hf_to_gguf permutation of the q/k rows ("NORM" RoPE)."""
-    rows = w.shape[0]
-    return w.reshape(n_head, 2, rows // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    rows = w.shape[0]  # llama.cpp reshapes rows to [head, 2, r/2] and swaps the last two: the inverse swaps back
+    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 def gguf_model(path):
