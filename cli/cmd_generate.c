@@ -89,13 +89,35 @@ static int pick_token(const sp_real *logits, int vocab, double temperature, sp_r
     return best; /* rounding left coin at the very top */
 }
 
-/* The tokens to start from; *n_tokens is at least 1. The array has room for `capacity` >= 1 tokens. */
+/* Whether the tokenizer put a token of its own before the prompt's text (a BOS it adds), found by
+ * encoding the text without the sequence's special tokens: a prompt may itself begin with the BOS
+ * token's text (a chat template's <|im_start|>), which is then printed like the rest. */
+static sp_status adds_first_token(const sp_tokenizer *t, const char *prompt, const int32_t *ids, size_t n,
+                                  int *added)
+{
+    int32_t *plain = NULL;
+    size_t n_plain = 0;
+    SP_TRY(sp_tokenizer_encode(t, prompt, strlen(prompt), 0, &plain, &n_plain));
+    *added = n > n_plain || (n && n_plain && ids[0] != plain[0]);
+    free(plain);
+    return SP_OK;
+}
+
+/* The tokens to start from; *n_tokens is at least 1. The array has room for `capacity` >= 1 tokens.
+ * *print_first: the first token is the prompt's text (not a start token the tool or tokenizer put). */
 static sp_status start_tokens(const sp_tokenizer *t, const char *prompt, size_t capacity, int32_t **tokens,
-                              size_t *n_tokens)
+                              size_t *n_tokens, int *print_first)
 {
     int32_t *ids = NULL;
     size_t n = 0;
     SP_TRY(sp_tokenizer_encode(t, prompt ? prompt : "", prompt ? strlen(prompt) : 0, 1, &ids, &n));
+    int added = 1;
+    sp_status st = prompt && n ? adds_first_token(t, prompt, ids, n, &added) : SP_OK;
+    if (st != SP_OK) {
+        free(ids);
+        return st;
+    }
+    *print_first = !added;
     int32_t *all = sp_calloc(n > capacity ? n : capacity, sizeof *all, "generated tokens");
     if (all && n)
         memcpy(all, ids, n * sizeof *ids);
@@ -130,9 +152,11 @@ static sp_status generate(sp_model *m, const sp_ckpt_meta *meta, const void *opt
     double *probs = sp_malloc((size_t)vocab * sizeof *probs, "probabilities");
     char *piece = sp_malloc((size_t)tok->max_piece_len, "decoded piece");
     sp_status st = SP_ERR_NOMEM;
-    if (!logits || !probs || !piece || (st = start_tokens(tok, o->prompt, (size_t)steps + 1, &tokens, &n_prompt)))
+    int print_first = 0;
+    if (!logits || !probs || !piece ||
+        (st = start_tokens(tok, o->prompt, (size_t)steps + 1, &tokens, &n_prompt, &print_first)))
         goto done;
-    if (o->prompt && tokens[0] != tok->bos_id) /* no BOS: the prompt's first token is text too */
+    if (print_first)
         fwrite(piece, 1, sp_tokenizer_decode(tok, -1, tokens[0], piece, (size_t)tok->max_piece_len), stdout);
     for (int pos = 0; pos < steps; pos++) {
         int next;
@@ -144,8 +168,8 @@ static sp_status generate(sp_model *m, const sp_ckpt_meta *meta, const void *opt
             be->download(logits, sp_model_logits(m) + (size_t)pos * (size_t)vocab, (size_t)vocab * sizeof *logits);
             next = pick_token(logits, vocab, o->temperature, &rng, probs);
         }
-        if (next == tok->bos_id || next == tok->eos_id)
-            break;
+        if ((size_t)pos + 1 >= n_prompt && (next == tok->bos_id || next == tok->eos_id))
+            break; /* a generated end; the prompt's own specials (a chat template's) are text */
         fwrite(piece, 1, sp_tokenizer_decode(tok, tokens[pos], next, piece, (size_t)tok->max_piece_len), stdout);
         fflush(stdout);
         tokens[pos + 1] = next;
