@@ -230,6 +230,30 @@ static void test_generate_greedy(void **state)
     }
 }
 
+/* `drift` on a real model: SmolLM2 against its own `import gguf` copy (the same float32 weights in a
+ * spanprobe checkpoint) drifts by exactly nothing, through every part of the report. */
+static void test_drift_self(void **state)
+{
+    need_model(state);
+    char ckpt[1024], report[1024], summary[1100];
+    scratch_path(ckpt, sizeof ckpt, "smollm2.h5");
+    scratch_path(report, sizeof report, "smollm2_drift.h5");
+    cli_expect_exit(0, (const char *[]){"import", "gguf", MODEL, ckpt, NULL}, NULL, NULL);
+    cli_expect_exit(0, (const char *[]){"drift", MODEL, ckpt, "--data", REF "mobydick_head.txt", "--n-tokens", "256",
+                                        "--seq", "64", "--device", "cpu", "--quiet", "--out", report, NULL},
+                    NULL, NULL);
+    snprintf(summary, sizeof summary, "%.*s.json", (int)(strlen(report) - 3), report);
+    cJSON *doc = json_file_read(summary);
+    const cJSON *drift = item(item(doc, "metrics"), "drift");
+    static const char *const zero[] = {"kl_mean", "kl_max", "rel_error_final", "rel_error_max",
+                                       "weight_rel_frobenius_max", "weight_rel_spectral_max",
+                                       "tok_embed_rel_frobenius"};
+    for (size_t i = 0; i < SP_ARRAY_LEN(zero); i++)
+        assert_true(item(drift, zero[i])->valuedouble == 0);
+    assert_true(item(drift, "top1_agreement")->valuedouble == 1);
+    cJSON_Delete(doc);
+}
+
 /* A default `analyze` on Moby Dick: every analyzer ran and the stage table is printed. Minutes on
  * two cores: only in the plain build (ASan makes it several times slower). */
 static void test_analyze_default(void **state)
@@ -265,7 +289,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenize_excerpt), cmocka_unit_test(test_tokenize_long_span),
         cmocka_unit_test(test_dump_logits),      cmocka_unit_test(test_generate_greedy),
-        cmocka_unit_test(test_analyze_default),
+        cmocka_unit_test(test_drift_self),        cmocka_unit_test(test_analyze_default),
     };
     return cmocka_run_group_tests(tests, read_manifest, free_manifest);
 }
