@@ -3,22 +3,27 @@
 #include "analyzers/autoscale.h"
 
 #define JAC_SEQ_MIN 16     /* the shortest Jacobian sequence the budget may give */
-#define POWER_ITERS_MIN 20 /* the least power-iteration cap the budget may give */
+#define POWER_ITERS_MIN 10 /* the least power-iteration cap the budget may give */
+#define JAC_PACK_ROWS 24   /* the rows a block product's packing of its weights costs as much as */
 
-/* FLOPs per token of one block's forward pass over a sequence of T tokens, every stream. */
-static double block_flops(const sp_config *cfg, int T)
+/* The FLOPs of one block's weight products per token, every stream. */
+static double block_weight_flops(const sp_config *cfg)
 {
     const double d = cfg->d_model, q = sp_config_q_dim(cfg), kv = sp_config_kv_dim(cfg);
     const double ffn_mats = cfg->ffn == SP_FFN_GELU ? 2 : 3; /* W1, W2 (and the gate W3) */
-    const double weights = d * q + 2 * d * kv + q * d + ffn_mats * d * cfg->d_ff;
-    /* the scores and the weighted sum of values, over all T keys (the causal mask's half not taken) */
-    return sp_config_n_streams(cfg) * (2 * weights + 4.0 * T * q);
+    return sp_config_n_streams(cfg) * 2 * (d * q + 2 * d * kv + q * d + ffn_mats * d * cfg->d_ff);
+}
+
+/* The scores and the weighted sum of values per token, over all T keys (the causal half not taken). */
+static double attention_flops(const sp_config *cfg, int T)
+{
+    return sp_config_n_streams(cfg) * 4.0 * T * sp_config_q_dim(cfg);
 }
 
 double sp_cost_forward(const sp_config *cfg, int T)
 {
     const double head = 2.0 * cfg->d_model * cfg->vocab_size * sp_config_n_streams(cfg);
-    return cfg->n_layers * block_flops(cfg, T) + head;
+    return cfg->n_layers * (block_weight_flops(cfg) + attention_flops(cfg, T)) + head;
 }
 
 double sp_cost_stream(const sp_config *cfg, int T)
@@ -30,11 +35,15 @@ double sp_cost_stream(const sp_config *cfg, int T)
 }
 
 /* A power step is a JVP and a VJP, about 3 forward passes, through: each block alone (sigma_max),
- * topk copies of each block (top-k), and the chains l..L-1 (end to end, L (L + 1) / 2 blocks). */
+ * topk copies of each block (top-k), and the chains l..L-1 (end to end, L (L + 1) / 2 blocks). Each
+ * product of a block over jac_seq rows also packs the whole weight matrix, which costs about as much
+ * as JAC_PACK_ROWS more rows (OpenBLAS on 2 cores): without that term a short sequence would look
+ * far cheaper than it runs. */
 double sp_cost_jacobian_iter(const sp_config *cfg, int jac_seq, int topk)
 {
     const double L = cfg->n_layers, blocks = L * (L + 1) / 2 + L + L * topk;
-    return 3 * blocks * jac_seq * block_flops(cfg, jac_seq);
+    const double apply = block_weight_flops(cfg) * (jac_seq + JAC_PACK_ROWS) + attention_flops(cfg, jac_seq) * jac_seq;
+    return 3 * blocks * apply;
 }
 
 /* 1 + L + floor(L / 2) losses: the base, each block skipped, the last k blocks dropped. */

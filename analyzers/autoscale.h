@@ -17,7 +17,7 @@
 
 /* FLOP budgets of the stages (multiply-add = 2 FLOPs). */
 #define SP_BUDGET_STREAM 1.6e12  /* the streaming pass: forward passes and the per-token analyzers */
-#define SP_BUDGET_JACOBIAN 6.4e12 /* the Jacobian's power iterations, at the power_iters cap */
+#define SP_BUDGET_JACOBIAN 8.2e12 /* the Jacobian's power iterations, at the power_iters cap */
 #define SP_BUDGET_PRUNING 2.0e12 /* the pruning losses' forward passes */
 
 /* The cost model, FLOPs. T is the tokens of a sequence. */

@@ -70,10 +70,10 @@ static void test_large_models_scale_down(void **state)
 {
     (void)state;
     sp_config gpt2 = shape(12, 768, 12, 12, 3072, 50257, SP_FFN_GELU);
-    expect(resolve_auto(&gpt2, 256), (scaled){2560, 50, 16, 1});
+    expect(resolve_auto(&gpt2, 256), (scaled){2560, 25, 16, 1});
     sp_config smollm2 = shape(30, 576, 9, 3, 1536, 49152, SP_FFN_SWIGLU);
     smollm2.tie_embeddings = 1;
-    expect(resolve_auto(&smollm2, 256), (scaled){2048, 25, 16, 1});
+    expect(resolve_auto(&smollm2, 256), (scaled){2048, 13, 16, 1});
 }
 
 static void test_given_options_win(void **state)
@@ -93,7 +93,7 @@ static void test_given_options_win(void **state)
     o.jac_seq = 0; /* the whole 256-token sequence */
     sp_analyze_options_resolve(&o, &smollm2, 256);
     assert_int_equal(o.jac_seq, 0);
-    assert_int_equal(o.power_iters, 20);
+    assert_int_equal(o.power_iters, 10);
     /* the streaming pass keeps at least one batch */
     sp_analyze_options_auto(&o);
     o.batch = 32;
