@@ -40,6 +40,7 @@ typedef struct {
     int cka_debiased;   /* CKA: debiased HSIC estimator */
     int grad_batches;   /* batches for gradient norms */
     int prune_batches;  /* batches for pruning sensitivity */
+    int prune_seqs;     /* sequences for pruning sensitivity instead (0: prune_batches batches) */
     int singular_values; /* weights: also store every matrix's full singular values */
     int embed_uncentered; /* embed_spectrum: second moment of the rows instead of their covariance */
     double max_memory_gib; /* backend memory budget: the batch is cut so activations take at most half */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "analyzers/autoscale.h"
 #include "analyzers/evalset.h"
 #include "analyzers/model_eval.h"
 #include "analyzers/pass.h"
@@ -338,7 +339,8 @@ static sp_status input_format(const char *path, char *format, size_t len)
     return st;
 }
 
-static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
+/* job->opts's options not given are resolved from the model's size (analyzers/autoscale.h). */
+static sp_status load_checkpoint(sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
 {
     SP_TRY(sp_model_source_load(job->input, be, &in->model, &in->meta));
     const sp_config *cfg = &in->meta.cfg;
@@ -346,6 +348,7 @@ static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be
     if (seq_len > cfg->max_seq_len)
         return sp_error(SP_ERR_USAGE, "--seq-len %d is longer than the model's max_seq_len %d", seq_len,
                         cfg->max_seq_len);
+    sp_analyze_options_resolve(&job->opts, cfg, seq_len);
     /* without a stored tokenizer meta holds the bytes one, right for a vocabulary of 256 */
     const sp_tokenizer *tok = in->meta.has_tokenizer || cfg->vocab_size == 256 ? &in->meta.tokenizer : NULL;
     const char *data = job->tokens ? NULL : job->data ? job->data : SP_ANALYZE_DEFAULT_DATA;
@@ -361,8 +364,9 @@ static sp_status load_checkpoint(const sp_analyze_job *job, const sp_backend *be
     return SP_OK;
 }
 
-static sp_status load_dump(const sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
+static sp_status load_dump(sp_analyze_job *job, const sp_backend *be, loaded_input *in, sp_analysis *a)
 {
+    sp_analyze_options_resolve(&job->opts, NULL, 0);
     if (job->data || job->tokens)
         return sp_error(SP_ERR_USAGE, "%s is an activation dump: it brings its own tokens (drop --%s)", job->input,
                         job->data ? "data" : "tokens");
@@ -440,6 +444,9 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
     if (!job->quiet)
         fprintf(stderr, "analyze: %s (%s), %d layers x %d stream(s), %d sequences x %d tokens on %s\n", job->input,
                 kind, a->n_layers, a->n_streams, a->n_seqs, a->seq_len, a->be->name);
+    if (!job->quiet) /* the options that scale with the model, as resolved (analyzers/autoscale.h) */
+        fprintf(stderr, "analyze: --n-tokens %lld --power-iters %d --jac-seq %d --prune-seqs %d\n",
+                (long long)job->opts.n_tokens, job->opts.power_iters, job->opts.jac_seq, job->opts.prune_seqs);
     /* the checkpoint's training status, so `spanprobe check` can see a diverged run */
     st = sp_analyze_record_train_state(a->report, &in->meta.train);
     if (st == SP_OK)
@@ -451,9 +458,10 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
     return sp_report_commit(a->report);
 }
 
-sp_status sp_analyze_run(const sp_analyze_job *job)
+sp_status sp_analyze_run(const sp_analyze_job *given)
 {
-    SP_TRY(sp_analyze_options_validate(&job->opts, "analyze options"));
+    SP_TRY(sp_analyze_options_validate(&given->opts, "analyze options"));
+    sp_analyze_job resolved = *given, *job = &resolved; /* the options as resolved for the input */
     if (job->data && job->tokens)
         return sp_error(SP_ERR_USAGE, "expected at most one of --data FILE and --tokens FILE");
     unsigned char selected[64];

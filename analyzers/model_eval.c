@@ -4,12 +4,11 @@
 
 int sp_eval_n_batches(const sp_analysis *a) { return (a->n_seqs + a->batch - 1) / a->batch; }
 
-sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets)
+/* Forward pass over the n sequences from `first` with their targets. */
+static sp_status forward_seqs(const sp_analysis *a, int first, int n, double *loss, double *n_targets)
 {
     if (!a->targets)
-        return sp_error(SP_ERR_INTERNAL, "sp_eval_forward_batch: the evaluation set has no targets");
-    const int first = b * a->batch;
-    const int n = a->n_seqs - first < a->batch ? a->n_seqs - first : a->batch;
+        return sp_error(SP_ERR_INTERNAL, "model_eval: the evaluation set has no targets");
     const size_t offset = (size_t)first * (size_t)a->seq_len, rows = (size_t)n * (size_t)a->seq_len;
     SP_TRY(sp_model_forward(a->model, a->tokens + offset, a->targets + offset, n, a->seq_len, loss));
     if (n_targets) {
@@ -21,12 +20,19 @@ sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, doubl
     return SP_OK;
 }
 
-sp_status sp_eval_mean_loss(const sp_analysis *a, int n_batches, double *loss)
+sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets)
+{
+    const int first = b * a->batch;
+    return forward_seqs(a, first, a->n_seqs - first < a->batch ? a->n_seqs - first : a->batch, loss, n_targets);
+}
+
+sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss)
 {
     double sum = 0, count = 0;
-    for (int b = 0; b < n_batches; b++) {
+    for (int first = 0; first < n_seqs; first += a->batch) {
         double batch_loss, batch_count;
-        SP_TRY(sp_eval_forward_batch(a, b, &batch_loss, &batch_count));
+        SP_TRY(forward_seqs(a, first, n_seqs - first < a->batch ? n_seqs - first : a->batch, &batch_loss,
+                            &batch_count));
         sum += batch_loss * batch_count;
         count += batch_count;
     }

@@ -14,8 +14,8 @@ int sp_eval_n_batches(const sp_analysis *a);
 /* Forward pass over batch b with its targets; *loss gets the batch's mean loss, *n_targets (may be
  * NULL) its number of counted targets. */
 sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets);
-/* The token-weighted mean loss over the first n_batches batches. */
-sp_status sp_eval_mean_loss(const sp_analysis *a, int n_batches, double *loss);
+/* The token-weighted mean loss over the first n_seqs sequences, in passes of batch sequences. */
+sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss);
 
 /* The most copies (1..want) of a seq_len-token sequence whose forward + backward activations fit
  * in half of the --max-memory-gib budget (sp_model_activation_bytes); 0 when not even one does.

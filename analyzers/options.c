@@ -2,6 +2,7 @@
  * field is a CLI option (--n-tokens 4096) and a key of a JSON config file, and the resolved options
  * are recorded in every report's provenance. */
 #include "analyzers/analyzer.h"
+#include "analyzers/autoscale.h"
 
 #include <stddef.h>
 
@@ -23,6 +24,7 @@ static const sp_field analyze_fields[] = {
     F(cka_debiased, SP_FIELD_BOOL, "cka: also the debiased HSIC estimator"),
     F(grad_batches, SP_FIELD_INT, "grad_norms: evaluation batches whose gradients are summed"),
     F(prune_batches, SP_FIELD_INT, "pruning: evaluation batches per loss"),
+    F(prune_seqs, SP_FIELD_INT, "pruning: evaluation sequences per loss instead (0: prune_batches whole batches)"),
     F(singular_values, SP_FIELD_BOOL, "weights: also store the full singular values of every matrix"),
     F(embed_uncentered, SP_FIELD_BOOL, "embed_spectrum: eigenvalues of E^T E / V instead of the covariance"),
     F(max_memory_gib, SP_FIELD_DOUBLE, "backend (GPU) memory budget, GiB: the sequences per pass are cut so the "
@@ -49,6 +51,7 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
         .cka_debiased = 0,
         .grad_batches = 1,
         .prune_batches = 2,
+        .prune_seqs = 0,
         .singular_values = 0,
         .embed_uncentered = 0,
         .max_memory_gib = 8,
@@ -57,16 +60,19 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
 
 sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *where)
 {
+    /* SP_ANALYZE_AUTO (-1) stands for an option not given: the model's size resolves it */
+    static const char auto_note[] = ", or -1: scaled to the model";
     const sp_int_range ranges[] = {
-        {"n_tokens", o->n_tokens, 1, INT64_C(1) << 40, NULL},
+        {"n_tokens", o->n_tokens, o->n_tokens == SP_ANALYZE_AUTO ? -1 : 1, INT64_C(1) << 40, auto_note},
         {"seq_len", o->seq_len, 0, 1 << 20, NULL},
         {"batch", o->batch, 1, 1 << 20, NULL},
         {"topk", o->topk, 1, 1 << 16, NULL},
-        {"power_iters", o->power_iters, 1, 1 << 24, NULL},
+        {"power_iters", o->power_iters, o->power_iters == SP_ANALYZE_AUTO ? -1 : 1, 1 << 24, auto_note},
         {"jac_tokens", o->jac_tokens, 1, 1 << 20, NULL},
-        {"jac_seq", o->jac_seq, 0, 1 << 20, NULL},
+        {"jac_seq", o->jac_seq, -1, 1 << 20, auto_note},
         {"grad_batches", o->grad_batches, 1, 1 << 20, NULL},
         {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
+        {"prune_seqs", o->prune_seqs, -1, 1 << 20, auto_note},
     };
     SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
     if (!(o->max_memory_gib > 0 && o->max_memory_gib <= 1 << 20))

@@ -1,7 +1,8 @@
 /* analyzers/pruning.c: "pruning", layer-pruning sensitivity: the change of the evaluation loss when
  * block l is replaced by the identity (every stream: sp_model_set_block_skip), for each l, and when
  * the last k blocks are removed together, k = 1..floor(L/2). Losses are token-weighted means over
- * the first prune_batches evaluation batches (analyzers/model_eval.h); delta = loss - base loss. */
+ * the first prune_seqs evaluation sequences, or (prune_seqs 0) the first prune_batches batches
+ * (analyzers/model_eval.h); delta = loss - base loss. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -11,7 +12,7 @@
 #define NAME "pruning"
 
 typedef struct {
-    int L, K, n_batches;
+    int L, K, n_seqs;
     double base;
     double *loss_block, *delta_block; /* [L] */
     double *loss_last, *delta_last;   /* [K], entry k - 1 removes the last k blocks */
@@ -30,12 +31,12 @@ static sp_status measure(const sp_analysis *a, prune_result *p)
     sp_progress progress;
     sp_progress_start(&progress, NAME, a->quiet);
     const int total = 1 + p->L + p->K;
-    sp_status st = sp_eval_mean_loss(a, p->n_batches, &p->base);
+    sp_status st = sp_eval_mean_loss(a, p->n_seqs, &p->base);
     for (int l = 0; l < p->L && st == SP_OK; l++) {
         sp_progress_update(&progress, 1 + l, total);
         st = sp_model_set_block_skip(m, l, 1);
         if (st == SP_OK)
-            st = sp_eval_mean_loss(a, p->n_batches, &p->loss_block[l]);
+            st = sp_eval_mean_loss(a, p->n_seqs, &p->loss_block[l]);
         if (st == SP_OK)
             st = sp_model_set_block_skip(m, l, 0);
         p->delta_block[l] = p->loss_block[l] - p->base;
@@ -44,7 +45,7 @@ static sp_status measure(const sp_analysis *a, prune_result *p)
         sp_progress_update(&progress, p->L + k, total);
         st = sp_model_set_block_skip(m, p->L - k, 1);
         if (st == SP_OK)
-            st = sp_eval_mean_loss(a, p->n_batches, &p->loss_last[k - 1]);
+            st = sp_eval_mean_loss(a, p->n_seqs, &p->loss_last[k - 1]);
         p->delta_last[k - 1] = p->loss_last[k - 1] - p->base;
     }
     sp_progress_end(&progress);
@@ -88,7 +89,8 @@ static sp_status write_result(const sp_analysis *a, const prune_result *p)
         {"delta_min", min},
         {"delta_drop_last_1", p->K ? p->delta_last[0] : NAN},
         {"delta_drop_half", p->K ? p->delta_last[p->K - 1] : NAN},
-        {"n_batches", p->n_batches},
+        {"n_batches", (p->n_seqs + a->batch - 1) / a->batch},
+        {"n_seqs", p->n_seqs},
     };
     for (size_t i = 0; i < SP_ARRAY_LEN(scalars); i++)
         SP_TRY(sp_report_set_scalar(r, NAME, scalars[i].key, scalars[i].value));
@@ -99,7 +101,8 @@ static sp_status pruning_finish(const sp_analysis *a, void *state)
 {
     (void)state;
     prune_result p = {.L = a->n_layers, .K = a->n_layers / 2};
-    p.n_batches = sp_eval_n_batches(a) < a->opts->prune_batches ? sp_eval_n_batches(a) : a->opts->prune_batches;
+    const int64_t want = a->opts->prune_seqs ? a->opts->prune_seqs : (int64_t)a->opts->prune_batches * a->batch;
+    p.n_seqs = want < a->n_seqs ? (int)want : a->n_seqs;
     double *buf = sp_malloc(2 * ((size_t)p.L + (size_t)p.K) * sizeof *buf, "pruning results");
     if (!buf)
         return SP_ERR_NOMEM;

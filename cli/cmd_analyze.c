@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzers/autoscale.h"
 #include "analyzers/driver.h"
 #include "cli/cli.h"
 
@@ -32,6 +33,8 @@ static void print_help(void)
     sp_analyze_options def;
     sp_analyze_options_defaults(&def);
     sp_cli_print_fields_help("analysis options [default]:", &sp_analyze_option_table, &def);
+    printf("  n_tokens, power_iters, jac_seq and prune_seqs, when not given (or -1), are scaled down for a large\n"
+           "  model from its FLOPs, never from a clock; the report records the values used (docs/analyze.md)\n");
     printf("\nanalyzers (--metrics, comma-separated; default all):\n");
     for (int i = 0; i < sp_n_analyzers; i++)
         printf("  %-16s %s\n", sp_analyzers[i]->name, sp_analyzers[i]->description);
@@ -67,7 +70,7 @@ static sp_status parse_run_options(int argc, char **argv, unsigned char *consume
 static sp_status parse_args(int argc, char **argv, unsigned char *consumed, sp_analyze_job *job)
 {
     *job = (sp_analyze_job){.device = "auto"};
-    sp_analyze_options_defaults(&job->opts);
+    sp_analyze_options_auto(&job->opts);
     const char *seq = NULL;
     SP_TRY(parse_run_options(argc, argv, consumed, job, &seq));
     const sp_field_table *tables[] = {&sp_analyze_option_table};

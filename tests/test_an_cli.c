@@ -101,6 +101,10 @@ static void test_checkpoint(void **state)
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "input"), "options");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "n_tokens")->valueint, 48);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "seq_len")->valueint, 8);
+    /* given options as given, the scaling ones not given as resolved: this small model's are the fixed defaults */
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "power_iters")->valueint, 20);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "jac_seq")->valueint, 64);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "prune_seqs")->valueint, 0);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(opts, "data")->valuestring, f->text);
     assert_true(report_view_scalar(&v, "run", "peak_rss_mib") > 0);
     assert_true(report_view_scalar(&v, "run", "weights_mib") > 0);
