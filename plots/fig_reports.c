@@ -210,6 +210,31 @@ sp_status sp_fig_jac(sp_plot_ctx *c)
     return SP_OK;
 }
 
+/* ---- grad-blocks: the loss gradient's FFN norm by block, from a report (grad_norms) ---- */
+
+static sp_status grad_blocks_run(sp_plot_ctx *c, const sp_plot_series *s, const sp_report_array *a, void *acc)
+{
+    sp_plot_block(c, "%s: block, FFN gradient norm sqrt(||dW_1||^2 + ||dW_2||^2 (+ ||dW_3||^2)) on evaluation batches",
+                  s->title);
+    for (int64_t l = 0; l < a[0].shape[0]; l++) {
+        double v[2] = {(double)l, a[0].data[l]};
+        sp_plot_row(c, 2, v);
+        sp_plot_span_add(acc, 1, v + 1);
+    }
+    return SP_OK;
+}
+
+sp_status sp_fig_grad_blocks(sp_plot_ctx *c)
+{
+    static const sp_plot_metric m[] = {{"ffn", 1}};
+    sp_plot_span span;
+    sp_plot_span_init(&span);
+    SP_TRY(sp_plot_each_report(c, "grad_norms", 1, m, grad_blocks_run, &span));
+    const sp_plot_panel p = {"", "block", "FFN gradient norm", 0, 2, 0, 0, 0, sp_plot_span_decades(&span)};
+    sp_plot_var_panels(c, "FFN gradient norm of the loss by block (a checkpoint's report)", 1, 0, 1, &p);
+    return SP_OK;
+}
+
 /* ---- growth: hidden-state RMS and massive activations by layer (Peri-LN, SiameseNorm) ---- */
 
 static sp_status growth_run(sp_plot_ctx *c, const sp_plot_series *s, const sp_report_array *a, void *acc)

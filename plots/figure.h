@@ -122,6 +122,7 @@ sp_status sp_fig_cond(sp_plot_ctx *c);
 sp_status sp_fig_depth(sp_plot_ctx *c);
 sp_status sp_fig_loss(sp_plot_ctx *c);
 sp_status sp_fig_jac(sp_plot_ctx *c);
+sp_status sp_fig_grad_blocks(sp_plot_ctx *c);
 sp_status sp_fig_growth(sp_plot_ctx *c);
 sp_status sp_fig_prune(sp_plot_ctx *c);
 sp_status sp_fig_cka(sp_plot_ctx *c);

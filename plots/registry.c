@@ -17,6 +17,7 @@ const sp_plot_figure sp_plot_figures[] = {
     {"embed-eigs", "token-embedding eigenvalues over their median (Fig. 9)", "panels", sp_fig_embed_eigs},
     {"cond", "condition numbers of W_1 and W_2 by block, and their means (Fig. 10)", "panels", sp_fig_cond},
     {"jac", "block Jacobian spectral norm by block, with the SpanNorm bound", "panels", sp_fig_jac},
+    {"grad-blocks", "FFN gradient norm of the loss by block, from a report's grad_norms", "panels", sp_fig_grad_blocks},
     {"growth", "hidden-state RMS and largest |h| over the median by layer", "panels", sp_fig_growth},
     {"prune", "loss increase when removing block l, and the last k blocks", "panels", sp_fig_prune},
     {"drift", "how a model departs from its reference by layer: relative error, 1 - cosine, 1 - CKA (spanprobe drift)",

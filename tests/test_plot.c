@@ -27,7 +27,7 @@
 
 /* "drift" draws reports of `spanprobe drift` (tests/test_drift_cli.c draws it), none of the runs here */
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
-                                             "cond", "jac", "growth", "prune", "drift"};
+                                             "cond", "jac", "grad-blocks", "growth", "prune", "drift"};
 static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
 #define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
