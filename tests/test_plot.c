@@ -143,6 +143,7 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     }
     put(r, "jacobian", "sigma_max", 1, L, 0, v);
     put(r, "jacobian", "bound", 1, L, 0, w);
+    put(r, "grad_norms", "ffn", 1, L, 0, v);
     if (with_pruning) {
         put(r, "pruning", "delta_skip_block", 1, L, 0, v);
         put(r, "pruning", "delta_drop_last", 1, L - 1, 0, w + 1);
@@ -247,7 +248,7 @@ static void test_every_figure(void **state)
     assert_int_equal(scratch_count_lines(e), 2);
     assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
-    assert_non_null(strstr(o, "13 figures drawn"));
+    assert_non_null(strstr(o, "14 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
     char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
     assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
@@ -342,7 +343,7 @@ static void test_missing_data_skipped(void **state)
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
     assert_non_null(strstr(o, "4 figures drawn"));
-    assert_non_null(strstr(o, "10 skipped"));
+    assert_non_null(strstr(o, "11 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);
