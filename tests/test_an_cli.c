@@ -251,7 +251,7 @@ static void stream_run(const fixture *f, const char *ckpt, const char *batch, co
     *stream_batch = (int)report_view_scalar(&v, "run", "stream_batch");
     assert_int_equal((int)report_view_scalar(&v, "run", "batch"), atoi(batch));
     int rank;
-    int64_t shape[2], cka_shape[2];
+    int64_t shape[4], cka_shape[4]; /* report_view_array writes all 4 dims of a report array's shape */
     *eig = report_view_array(&v, "ffn_spectra", "eigenvalues", &rank, shape);
     *n_eig = shape[0] * shape[1];
     *cka = report_view_array(&v, "cka", "cka", &rank, cka_shape);

@@ -23,6 +23,9 @@ void tok_check_text(const sp_tokenizer *t, const cJSON *exp, const char *file, c
 void tok_check_decode(const sp_tokenizer *t, const char *want);
 /* Moby Dick's ids (../shared/data/mobydick.txt; the test is skipped where it is absent) without and
  * with special tokens: exp's count, sha256, count_special, sha256_special and first_ids. */
-void tok_check_mobydick(const sp_tokenizer *t, const cJSON *exp, const char *label);
+/* The path of ../shared/data/mobydick.txt into path, or a skip with one line: call it before
+ * allocating anything (a skip does not return). */
+void tok_need_mobydick(char *path, size_t len);
+void tok_check_mobydick(const sp_tokenizer *t, const char *path, const cJSON *exp, const char *label);
 
 #endif
