@@ -22,32 +22,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from pins import check_versions  # noqa: E402
 
-
-def check_versions():
-    """Refuse (one line, exit 2) unless the installed packages are exactly the pinned ones."""
-    pins, bad = {}, []
-    with open(os.path.join(HERE, "requirements.txt")) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                name, version = line.split("==")
-                pins[name.strip()] = version.strip()
-    for name, want in pins.items():
-        try:
-            have = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            have = "missing"
-        if have.split("+", 1)[0] != want:
-            bad.append(f"{name} {have} (pinned {want})")
-    if bad:
-        print("generate.py: installed versions differ from tools/gguf_models/requirements.txt: " + ", ".join(bad),
-              file=sys.stderr)
-        sys.exit(2)
-    return pins
-
-
-PINS = check_versions()
+PINS = check_versions(os.path.join(HERE, "requirements.txt"))
 
 import json  # noqa: E402
 import shutil  # noqa: E402
