@@ -61,7 +61,7 @@ else
   CFLAGS_CUDA :=
 endif
 
-.PHONY: all test test-asan deps data test-data clean bench main
+.PHONY: all tests test test-asan deps data test-data clean bench main
 all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
@@ -148,7 +148,11 @@ test-data:
 	@tools/fetch_data.sh data || echo "note: the tests on data/mobydick.txt will be skipped"
 	@tools/fetch_smollm2.sh data/models || echo "note: the SmolLM2 tests will be skipped"
 
-# The test runner builds the fixtures through the tool itself, then runs every test binary.
+# Every test binary, built and not run (the GPU session runs some of them alone first).
+tests: $(BIN) $(BIN64) $(TESTS)
+
+# The test runner builds the fixtures through the tool itself, then runs every test binary
+# (TEST_JOBS=N: N at a time).
 test: $(BIN) $(BIN64) $(TESTS) fixtures test-data
 	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
 

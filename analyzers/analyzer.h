@@ -56,7 +56,9 @@ enum {
     SP_NEEDS_ACTIVATIONS = 1u << 0, /* hidden states (a model or a dump) */
     SP_NEEDS_LATENTS = 1u << 1,     /* FFN latents */
     SP_NEEDS_PRESUMS = 1u << 2,     /* pre-normalization sums */
-    SP_NEEDS_MODEL = 1u << 3        /* weights and the ability to run passes (a checkpoint) */
+    SP_NEEDS_MODEL = 1u << 3,       /* weights and the ability to run passes (a checkpoint) */
+    SP_NEEDS_EVAL_PASSES = 1u << 4  /* with MODEL: runs passes over the evaluation set itself, model_batch
+                                       sequences at a time (analyzers/model_eval.h) */
 };
 
 typedef struct sp_act_batch sp_act_batch;
@@ -71,6 +73,11 @@ typedef struct {
     const int32_t *tokens;
     const int32_t *targets; /* next-token targets [n_seqs * seq_len], -1 where none; NULL for dumps */
     int n_seqs, seq_len, batch;
+    /* Sequences per forward (+ backward) pass of the analyzers that drive the model themselves
+     * (gradients, pruning; analyzers/model_eval.h): batch, or fewer where the parameter gradients
+     * would otherwise push those passes past the memory of one pass of batch (driver.c). 0: batch.
+     * Results do not depend on it beyond rounding: losses and gradients stay per `batch`. */
+    int model_batch;
     const sp_analyze_options *opts;
     sp_report *report;
     int quiet;              /* no progress lines from analyzers whose finish() takes long (analyzers/progress.h) */

@@ -116,6 +116,7 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         {"n_tokens", (double)a->n_seqs * a->seq_len},
         {"batch", a->batch},
         {"stream_batch", rs->stream_batch},
+        {"model_batch", a->model_batch},
         {"seconds_input", seconds_input},
         {"peak_backend_mib_pass", rs->peak_pass_mib},
     };
@@ -234,6 +235,30 @@ static int stream_batch(sp_analysis *a, size_t accumulators)
     return b;
 }
 
+/* The analyzers that drive the model themselves (gradients, pruning) hold the parameter gradients
+ * beside their passes' activations. Their passes take the largest number of sequences, up to the
+ * chosen batch, at which both together stay within the activations of one pass of the chosen batch,
+ * so that no stage of the analysis needs more than the weights and one such pass (docs/analyze.md,
+ * "Memory"). Losses and gradients are still those of each batch (analyzers/model_eval.h). */
+static int model_batch(sp_analysis *a)
+{
+    const size_t budget = sp_model_activation_bytes(a->model, a->batch, a->seq_len);
+    const size_t gradients = sp_model_n_weights(a->model) * sizeof(sp_real);
+    int b = a->batch;
+    while (b > 1 && sp_model_activation_bytes(a->model, b, a->seq_len) + gradients > budget)
+        b--;
+    return b;
+}
+
+/* 1 when an active analyzer runs passes over the evaluation set of its own. */
+static int drives_model(const run_state *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->active[i] && (rs->list[i]->needs & SP_NEEDS_EVAL_PASSES))
+            return 1;
+    return 0;
+}
+
 static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_start)
 {
     unsigned load;
@@ -253,6 +278,11 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
         a->batch = rs->stream_batch;
         SP_TRY(begin_all(a, rs, &load, &n_consumers, &accumulators));
     }
+    a->model_batch = a->model ? model_batch(a) : batch;
+    if (a->model_batch < batch && !quiet && drives_model(rs))
+        fprintf(stderr, "analyze: gradient and pruning passes of %d sequence(s) instead of %d, so that the parameter "
+                        "gradients (%.1f MiB) fit beside them in the memory of one pass\n",
+                a->model_batch, batch, (double)(sp_model_n_weights(a->model) * sizeof(sp_real)) / 1048576.0);
     struct sp_pass pass;
     SP_TRY(sp_pass_init(&pass, a, load, quiet));
     a->pass = &pass;

@@ -45,26 +45,15 @@ typedef struct {
     double *ffn;             /* [n_layers] */
 } grad_result;
 
-/* The accumulated gradient of every tensor: after one batch the model's own gradients, else a sum
- * of grads / n_batches in acc (backend, n_weights, tensors in order). */
-static sp_status accumulate(const sp_analysis *a, grad_result *g, sp_real **acc)
+/* The model's gradients become sum_b grad(batch b's mean loss) / n_batches: each batch's passes
+ * add into them with their weight (sp_eval_batch_gradient), so no second gradient buffer is held. */
+static sp_status accumulate(const sp_analysis *a, grad_result *g)
 {
-    sp_model *m = a->model;
-    const sp_backend *be = a->be;
     double loss_sum = 0;
-    if (g->n_batches > 1 && !(*acc = be->alloc(sp_model_n_weights(m) * sizeof(sp_real), "accumulated gradients")))
-        return SP_ERR_NOMEM;
     for (int b = 0; b < g->n_batches; b++) {
         double loss;
-        SP_TRY(sp_eval_forward_batch(a, b, &loss, NULL));
-        SP_TRY(sp_model_backward(m));
+        SP_TRY(sp_eval_batch_gradient(a, b, 1.0 / g->n_batches, b > 0, &loss));
         loss_sum += loss;
-        size_t offset = 0;
-        for (int i = 0; *acc && i < g->n_params; i++) {
-            size_t n = sp_param_numel(sp_model_param_spec(m, i));
-            be->axpby(n, (sp_real)(1.0 / g->n_batches), sp_model_grad(m, i), b ? 1 : 0, *acc + offset);
-            offset += n;
-        }
     }
     g->loss = loss_sum / g->n_batches;
     return SP_OK;
@@ -72,17 +61,14 @@ static sp_status accumulate(const sp_analysis *a, grad_result *g, sp_real **acc)
 
 static int is_ffn_role(sp_param_role role) { return role == SP_ROLE_W1 || role == SP_ROLE_W2 || role == SP_ROLE_W3; }
 
-static void tabulate(const sp_analysis *a, grad_result *g, const sp_real *acc)
+static void tabulate(const sp_analysis *a, grad_result *g)
 {
     sp_model *m = a->model;
     for (int at = 0; at < g->n_layers * N_TABLE_ROLES; at++)
         g->table[at] = NAN; /* sums of squares first, NaN until a tensor lands in the cell */
-    size_t offset = 0;
     for (int i = 0; i < g->n_params; i++) {
         const sp_param_spec *spec = sp_model_param_spec(m, i);
-        const size_t n = sp_param_numel(spec);
-        const double ss = a->be->sumsq(n, acc ? acc + offset : sp_model_grad(m, i));
-        offset += n;
+        const double ss = a->be->sumsq(sp_param_numel(spec), sp_model_grad(m, i));
         g->tensor[i] = sqrt(ss);
         g->tensor_layer[i] = spec->layer;
         g->tensor_role[i] = spec->role;
@@ -160,14 +146,11 @@ static sp_status grad_norms_finish(const sp_analysis *a, void *state)
     g.tensor_role = buf + 2 * np;
     g.table = buf + 3 * np;
     g.ffn = g.table + L * N_TABLE_ROLES;
-    sp_real *acc = NULL;
-    sp_status st = accumulate(a, &g, &acc);
+    sp_status st = accumulate(a, &g);
     if (st == SP_OK) {
-        tabulate(a, &g, acc);
+        tabulate(a, &g);
         st = write_result(a, &g);
     }
-    if (acc)
-        a->be->free(acc);
     free(buf);
     return st;
 }
@@ -175,6 +158,6 @@ static sp_status grad_norms_finish(const sp_analysis *a, void *state)
 const sp_analyzer sp_analyzer_grad_norms = {
     .name = NAME,
     .description = "Frobenius norms of the loss gradient of every parameter tensor, by layer and role",
-    .needs = SP_NEEDS_MODEL,
+    .needs = SP_NEEDS_MODEL | SP_NEEDS_EVAL_PASSES,
     .finish = grad_norms_finish,
 };

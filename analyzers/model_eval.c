@@ -4,37 +4,68 @@
 
 int sp_eval_n_batches(const sp_analysis *a) { return (a->n_seqs + a->batch - 1) / a->batch; }
 
+/* Sequences per model pass. */
+static int pass_seqs(const sp_analysis *a)
+{
+    return a->model_batch > 0 && a->model_batch < a->batch ? a->model_batch : a->batch;
+}
+
+/* Counted targets (>= 0) of the n sequences from `first`. */
+static double count_targets(const sp_analysis *a, int first, int n)
+{
+    const size_t offset = (size_t)first * (size_t)a->seq_len, rows = (size_t)n * (size_t)a->seq_len;
+    double count = 0;
+    for (size_t r = 0; r < rows; r++)
+        count += a->targets[offset + r] >= 0;
+    return count;
+}
+
 /* Forward pass over the n sequences from `first` with their targets. */
-static sp_status forward_seqs(const sp_analysis *a, int first, int n, double *loss, double *n_targets)
+static sp_status forward_seqs(const sp_analysis *a, int first, int n, double *loss)
 {
     if (!a->targets)
         return sp_error(SP_ERR_INTERNAL, "model_eval: the evaluation set has no targets");
-    const size_t offset = (size_t)first * (size_t)a->seq_len, rows = (size_t)n * (size_t)a->seq_len;
-    SP_TRY(sp_model_forward(a->model, a->tokens + offset, a->targets + offset, n, a->seq_len, loss));
-    if (n_targets) {
-        double count = 0;
-        for (size_t r = 0; r < rows; r++)
-            count += a->targets[offset + r] >= 0;
-        *n_targets = count;
-    }
-    return SP_OK;
+    const size_t offset = (size_t)first * (size_t)a->seq_len;
+    return sp_model_forward(a->model, a->tokens + offset, a->targets + offset, n, a->seq_len, loss);
 }
 
-sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets)
+sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int accumulate, double *loss)
 {
-    const int first = b * a->batch;
-    return forward_seqs(a, first, a->n_seqs - first < a->batch ? a->n_seqs - first : a->batch, loss, n_targets);
+    const int first = b * a->batch, end = first + a->batch < a->n_seqs ? first + a->batch : a->n_seqs;
+    if (!a->targets)
+        return sp_error(SP_ERR_INTERNAL, "model_eval: the evaluation set has no targets");
+    const double total = count_targets(a, first, end - first);
+    if (total == 0)
+        return sp_error(SP_ERR_INTERNAL, "model_eval: evaluation batch %d has no targets", b);
+    double sum = 0;
+    /* The batch's mean loss is the passes' mean losses weighted by their share of its targets. */
+    for (int s = first, step = pass_seqs(a); s < end; s += step) {
+        const int n = end - s < step ? end - s : step;
+        const double count = count_targets(a, s, n);
+        if (count == 0) /* no loss to differentiate */
+            continue;
+        double pass_loss;
+        SP_TRY(forward_seqs(a, s, n, &pass_loss));
+        SP_TRY(sp_model_backward_weighted(a->model, weight * count / total, accumulate));
+        accumulate = 1;
+        sum += pass_loss * count;
+    }
+    *loss = sum / total;
+    return SP_OK;
 }
 
 sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss)
 {
     double sum = 0, count = 0;
-    for (int first = 0; first < n_seqs; first += a->batch) {
-        double batch_loss, batch_count;
-        SP_TRY(forward_seqs(a, first, n_seqs - first < a->batch ? n_seqs - first : a->batch, &batch_loss,
-                            &batch_count));
-        sum += batch_loss * batch_count;
-        count += batch_count;
+    for (int first = 0, step = pass_seqs(a); first < n_seqs; first += step) {
+        const int n = n_seqs - first < step ? n_seqs - first : step;
+        const double pass_count = count_targets(a, first, n);
+        if (pass_count == 0)
+            continue;
+        double pass_loss;
+        SP_TRY(forward_seqs(a, first, n, &pass_loss));
+        sum += pass_loss * pass_count;
+        count += pass_count;
     }
     *loss = sum / count;
     return SP_OK;

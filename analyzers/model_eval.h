@@ -3,7 +3,9 @@
  * the weights.
  *
  * Batch b holds sequences [b * batch, min((b + 1) * batch, n_seqs)), so the last batch may be
- * shorter. Losses are token-weighted: the mean over every counted target (>= 0) of the batches. */
+ * shorter. Losses are token-weighted: the mean over every counted target (>= 0) of the batches.
+ * The model runs at most model_batch sequences at a time (sp_analysis), so a batch may take several
+ * passes; what is computed per batch does not change. */
 #ifndef SP_MODEL_EVAL_H
 #define SP_MODEL_EVAL_H
 
@@ -11,9 +13,9 @@
 
 /* ceil(n_seqs / batch). */
 int sp_eval_n_batches(const sp_analysis *a);
-/* Forward pass over batch b with its targets; *loss gets the batch's mean loss, *n_targets (may be
- * NULL) its number of counted targets. */
-sp_status sp_eval_forward_batch(const sp_analysis *a, int b, double *loss, double *n_targets);
+/* weight x the gradient of batch b's mean loss, into the model's parameter gradients (added to them
+ * when accumulate is set, else replacing them); *loss gets the batch's mean loss. */
+sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int accumulate, double *loss);
 /* The token-weighted mean loss over the first n_seqs sequences, in passes of batch sequences. */
 sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss);
 

@@ -120,6 +120,6 @@ static sp_status pruning_finish(const sp_analysis *a, void *state)
 const sp_analyzer sp_analyzer_pruning = {
     .name = NAME,
     .description = "change of the evaluation loss when a block, or the last k blocks, become the identity",
-    .needs = SP_NEEDS_MODEL,
+    .needs = SP_NEEDS_MODEL | SP_NEEDS_EVAL_PASSES,
     .finish = pruning_finish,
 };

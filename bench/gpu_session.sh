@@ -1,16 +1,21 @@
 #!/bin/sh
 # Everything that needs the GPU, on the accelerator machine (repository root), in two parts that
-# each fit in one 10-minute command:
-#   bench/gpu_session.sh tests   dependencies, CUDA build, every GPU test (tests/test_cuda_*; the op
-#                                and model comparisons again with TF32), then the whole suite
+# each fit in one short command (a session has about 15 minutes of device time in all):
+#   bench/gpu_session.sh tests   dependencies, CUDA build (every test binary too), every GPU test
+#                                (tests/test_cuda_*; the op and model comparisons again with TF32),
+#                                then the whole suite, TEST_JOBS binaries at a time (default: all
+#                                cores), bounded by SUITE_TIMEOUT seconds (default 240)
 #   bench/gpu_session.sh bench   dependencies, CUDA build (incremental when the build directory is
 #                                still there), the training benchmark and the analyze benchmark
 #                                (bench/run_gpu_analyze_bench.sh)
-# The machine has no apt and no network: when .gpu_debs/ is present (tools/gpu_deps.sh download,
-# run beforehand on a Debian machine, carried with the working tree), its packages are unpacked into
-# /opt/spdeps (SPDEPS_PREFIX) and the build variables pointed there. Writes the log, with date and device, to
+# Every step is bounded by STEP_TIMEOUT seconds (default 150), so a hang costs one step, not the
+# session. The machine has no apt and no network: when .gpu_debs/ is present (tools/gpu_deps.sh
+# download, run beforehand on a Debian machine, carried with the working tree), its packages are
+# unpacked into /opt/spdeps (SPDEPS_PREFIX) and the build variables pointed there. The suite runs
+# without fetching its data (the tests that need it skip). Writes the log, with date and device, to
 # $OUT/gpu_session_PART.txt ($OUT defaults to ./gpu_session_out; the analyze benchmark adds its own
-# two files there). Exit status: the first failing step.
+# two files there), appending as it goes, so a command cut short still leaves what it got. Exit
+# status: the first failing step.
 # Usage: [BUILD=dir] [JOBS=n] bench/gpu_session.sh tests|bench
 set -u
 part=${1:-}
@@ -18,6 +23,7 @@ case "$part" in tests | bench) ;; *) echo "usage: bench/gpu_session.sh tests|ben
 build=${BUILD:-build-gpu}
 out=${OUT:-gpu_session_out}
 jobs=${JOBS:-$(nproc)}
+step_timeout=${STEP_TIMEOUT:-150}
 mkdir -p "$out"
 log="$out/gpu_session_$part.txt"
 status=0
@@ -25,8 +31,11 @@ step() { # step NAME CMD...: appends the output, remembers the first failure
     name=$1
     shift
     echo "== $name: $*" | tee -a "$log"
-    "$@" >>"$log" 2>&1
+    t0=$(date +%s)
+    timeout "$step_timeout" "$@" >>"$log" 2>&1
     rc=$?
+    echo "== $name: $(($(date +%s) - t0)) s" >>"$log"
+    [ "$rc" -ne 124 ] || echo "== $name: timed out after $step_timeout s" | tee -a "$log"
     echo "== $name: exit $rc" | tee -a "$log"
     [ "$rc" -eq 0 ] || [ "$status" -ne 0 ] || status=$rc
 }
@@ -50,7 +59,11 @@ else
 fi
 
 export SPANPROBE_BIN="$PWD/$build/spanprobe" BUILD_DIR="$PWD/$build"
-step build make BUILD="$build" -j"$jobs" all bench
+if [ "$part" = tests ]; then
+    step build make BUILD="$build" -j"$jobs" all bench tests
+else
+    step build make BUILD="$build" -j"$jobs" all bench
+fi
 [ "$status" -eq 0 ] || exit "$status"
 if [ "$part" = tests ]; then
     for t in "$build"/tests/test_cuda_*; do
@@ -60,7 +73,17 @@ if [ "$part" = tests ]; then
     done
     step test_cuda_ops_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_ops
     step test_cuda_model_tf32 env SPANPROBE_TF32=1 "$build"/tests/test_cuda_model
-    step suite make BUILD="$build" -j"$jobs" test
+    step fixtures make BUILD="$build" fixtures
+    # The tests that draw figures need gnuplot, which the carried packages leave out (tools/gpu_deps.sh).
+    drawing='^$'
+    if ! gnuplot -e 'exit' >/dev/null 2>&1; then
+        drawing='/test_plot$\|/test_study$'
+        echo "== suite: gnuplot cannot run here: test_plot and test_study are left out (they draw figures)" | tee -a "$log"
+    fi
+    step_timeout=${SUITE_TIMEOUT:-240}
+    # shellcheck disable=SC2046
+    step suite env TEST_JOBS="${TEST_JOBS:-$jobs}" OMP_NUM_THREADS=2 \
+        tests/run_tests.sh $(ls "$build"/tests/test_* | grep -v '\.d$' | grep -v "$drawing")
 else
     step train_bench env BUILD="$build" bench/run_gpu_train_bench.sh
     step analyze_bench env BUILD="$build" OUT="$out" bench/run_gpu_analyze_bench.sh

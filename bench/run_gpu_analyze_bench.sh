@@ -50,7 +50,7 @@ device=${DEVICE:-cuda}
 N_LAYERS=${N_LAYERS:-12} D_MODEL=${D_MODEL:-768} N_HEADS=${N_HEADS:-12} D_FF=${D_FF:-3072}
 SEQ=${SEQ:-1024} N_SEQS=${N_SEQS:-8} BATCH=${BATCH:-8} VARIANTS=${VARIANTS:-pre span}
 JAC_SEQ=${JAC_SEQ:-$SEQ} JAC_TOKENS=${JAC_TOKENS:-4} POWER_ITERS=${POWER_ITERS:-20} TOPK=${TOPK:-8}
-ROUNDS=${ROUNDS:-1} RUN_TIMEOUT=${RUN_TIMEOUT:-150} THREADS=${THREADS:-$(nproc)}
+JAC_CHUNK=${JAC_CHUNK:-8} ROUNDS=${ROUNDS:-1} RUN_TIMEOUT=${RUN_TIMEOUT:-150} THREADS=${THREADS:-$(nproc)}
 REF_OPTS=${REF_OPTS:---n-tokens 512 --seq-len 256 --batch 2 --jac-seq 8 --jac-tokens 1}
 bin="$build/spanprobe"
 [ -x "$bin" ] || { echo "run_gpu_analyze_bench: $bin: not found (build first: make BUILD=$build)" >&2; exit 2; }
@@ -63,7 +63,9 @@ log="$out/gpu_analyze_bench.txt"
 work=$(mktemp -d)
 raw="$work/raw"
 mkdir -p "$raw"
-trap 'rm -rf "$work"' EXIT
+# Cut short (a time limit), the raw files gathered so far are still kept.
+trap 'tar -C "$work" -czf "$out/gpu_analyze_raw.tar.gz" raw 2>/dev/null; rm -rf "$work"' EXIT
+trap 'exit 143' TERM INT
 export OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS"
 failed=0
 {
@@ -103,6 +105,8 @@ run() {
             "$raw/$name.smi_samples" >"$raw/$name.smi"
     fi
     echo "$rc $t0 $t1" >"$raw/$name.run"
+    # Each run's wall time as it ends, so a benchmark cut short still says what it measured.
+    echo "  $name: $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s wall" >>"$log"
     if [ "$rc" -ne 0 ]; then
         failed=1
         what="exit $rc"
@@ -143,7 +147,7 @@ for variant in $VARIANTS; do
         --rounds "$ROUNDS" --tokens "$work/tokens.txt" --d-model "$D_MODEL" --n-layers "$N_LAYERS" \
         --n-heads "$N_HEADS" --d-ff "$D_FF" --seq "$SEQ" --batch "$BATCH" --n-tokens "$((N_SEQS * SEQ))" \
         --grad-batches 1 --prune-batches 1 --jac-seq "$JAC_SEQ" --jac-tokens "$JAC_TOKENS" \
-        --power-iters "$POWER_ITERS" --topk "$TOPK"
+        --power-iters "$POWER_ITERS" --topk "$TOPK" --jac-chunk "$JAC_CHUNK"
 done
 for f in "$work"/*.json; do [ ! -e "$f" ] || cp "$f" "$raw/$(basename "$f" .json).summary.json"; done
 

@@ -4,10 +4,10 @@
 #     F32 and in BF16, and on the random Llama when present: sp_hf_load on the CPU backend next to
 #     reading the files' bytes once, best of OPEN_ROUNDS rounds; the issue's target is <= 1.5x.
 #  2. memory of `spanprobe analyze` on the BF16 model against float32 weights + activations + 10%
-#     (the issue's budget): a forward pass alone (--metrics growth, one batch), and every streaming
-#     analyzer together (one batch of tokens: the peak does not grow with tokens); the full analysis
-#     also holds the parameter gradients (grad_norms, pruning), so against weights + gradients +
-#     activations + 10%.
+#     (the issue's budget): a forward pass alone (--metrics growth, one batch), every streaming
+#     analyzer together (one batch of tokens: the peak does not grow with tokens), the analyzers
+#     that hold the parameter gradients (grad_norms, pruning; one batch each), and the full analysis
+#     of part 3. MEMORY_ONLY=1 stops after this part.
 #  3. a full `spanprobe analyze` of the BF16 model on 16,384 tokens (64 x 256, batch 8), stage by
 #     stage, next to the same computations in transformers + PyTorch (bench/analyze_hf_torch.py),
 #     same tokens, same thread count; ROUNDS > 1 alternates the two sides.
@@ -18,7 +18,7 @@
 # products per iteration run, top-TOPK, JAC_TOKENS token-local Jacobians; gradient norms on 1 batch
 # of 8 sequences, pruning on 2.
 # Usage (from the repository root):
-#   [BUILD=dir] [ROUNDS=n] [OUT=dir] [PYTHON=python] bench/run_hf_analyze_bench.sh [THREADS]
+#   [BUILD=dir] [ROUNDS=n] [OUT=dir] [PYTHON=python] [MEMORY_ONLY=1] bench/run_hf_analyze_bench.sh [THREADS]
 # PYTHON needs torch, transformers and safetensors (default .venv-ref/bin/python, else python3).
 set -eu
 threads=${1:-2}
@@ -65,6 +65,27 @@ echo "== 2. peak memory of analyze on $model"
 analyze --metrics growth --n-tokens 2048 --out "$work/growth.h5" >"$work/growth.txt" 2>/dev/null
 analyze --metrics similarity,cka,growth,hidden_spectra,ffn_spectra --n-tokens 2048 --out "$work/stream.h5" \
     >"$work/stream.txt" 2>/dev/null
+analyze --metrics grad_norms,pruning --n-tokens 2048 --grad-batches 1 --prune-batches 1 --out "$work/grads.h5" \
+    >"$work/grads.txt" 2>/dev/null
+memory() { # the peak RSS of each run listed against the budget
+    WORK="$work" "$py" - "$@" <<'PY'
+import os, sys
+sys.path.insert(0, "bench")
+from stage_table import spanprobe_run
+work = os.environ["WORK"]
+g = spanprobe_run(f"{work}/growth.txt")
+budget = 1.1 * (g["weights_mib"] + g["activations_mib"])
+what = {"growth": "forward pass (--metrics growth)", "stream": "streaming analyzers, one batch of tokens",
+        "grads": "gradient analyzers (grad_norms, pruning), one batch each", "ours.0": "full analysis (part 3)"}
+for name in sys.argv[1:]:
+    run = spanprobe_run(f"{work}/{name}.txt")
+    print(f"{what[name]}: peak RSS {run['peak_rss_mib']:.0f} MiB; budget 1.1 x (float32 weights "
+          f"{g['weights_mib']:.0f} + activations {g['activations_mib']:.0f}) = {budget:.0f} MiB: "
+          f"{run['peak_rss_mib'] / budget:.2f} of it")
+PY
+}
+memory growth stream grads
+[ "${MEMORY_ONLY:-0}" = 1 ] && exit 0
 i=0 pairs=""
 while [ "$i" -lt "$rounds" ]; do
     analyze --out "$work/report.h5" --n-tokens 16384 --grad-batches 1 --prune-batches 2 --jac-seq "$JAC_SEQ" \
@@ -76,20 +97,7 @@ while [ "$i" -lt "$rounds" ]; do
     pairs="$pairs $work/ours.$i.txt $work/theirs.$i.json"
     i=$((i + 1))
 done
-WORK="$work" "$py" - <<'PY'
-import os, sys
-sys.path.insert(0, "bench")
-from stage_table import spanprobe_run
-work = os.environ["WORK"]
-g, stream, full = (spanprobe_run(f"{work}/{n}.txt") for n in ("growth", "stream", "ours.0"))
-budget = 1.1 * (g["weights_mib"] + g["activations_mib"])
-for what, run in (("forward pass (--metrics growth)", g), ("streaming analyzers, one batch of tokens", stream)):
-    print(f"{what}: peak RSS {run['peak_rss_mib']:.0f} MiB; budget 1.1 x (float32 weights {g['weights_mib']:.0f} + "
-          f"activations {g['activations_mib']:.0f}) = {budget:.0f} MiB: {run['peak_rss_mib'] / budget:.2f} of it")
-budget = 1.1 * (2 * g["weights_mib"] + g["activations_mib"])
-print(f"full analysis: peak RSS {full['peak_rss_mib']:.0f} MiB; 1.1 x (weights + gradients {g['weights_mib']:.0f} "
-      f"+ activations) = {budget:.0f} MiB: {full['peak_rss_mib'] / budget:.2f} of it")
-PY
+memory ours.0
 echo "== 3. full analyze: jacobian $JAC_SEQ tokens, $POWER_ITERS products per run, top-$TOPK," \
     "$JAC_TOKENS token-local positions; $threads threads"
 # shellcheck disable=SC2086 # the pairs are separate arguments

@@ -63,7 +63,9 @@ static void final_norms_bwd(sp_model *m, const sp_real *dhf, sp_real *const *g)
     }
 }
 
-sp_status sp_model_backward(sp_model *m)
+sp_status sp_model_backward(sp_model *m) { return sp_model_backward_weighted(m, 1.0, 0); }
+
+sp_status sp_model_backward_weighted(sp_model *m, double weight, int accumulate)
 {
     if (!m->has_loss)
         return sp_error(SP_ERR_USAGE, "sp_model_backward: the last forward pass had no targets (no loss to differentiate)");
@@ -74,9 +76,11 @@ sp_status sp_model_backward(sp_model *m)
     sp_top_state *t = &m->top;
     sp_scratch *sc = &m->scratch;
 
-    be->zero(m->grads, m->n_weights * sizeof(sp_real));
+    if (!accumulate)
+        be->zero(m->grads, m->n_weights * sizeof(sp_real));
     be->zero(t->dlogits, (size_t)rows * (size_t)vocab * sizeof(sp_real));
-    be->xent_bwd(rows, vocab, t->logits, t->targets, (sp_real)(1.0 / m->loss_count), t->dlogits);
+    /* every parameter-gradient op adds into its gradient, so only the loss's seed carries the weight */
+    be->xent_bwd(rows, vocab, t->logits, t->targets, (sp_real)(weight / m->loss_count), t->dlogits);
     if (cfg->final_softcap > 0) /* the soft-cap's Jacobian is diagonal: its JVP is its VJP, in place */
         be->softcap_jvp((size_t)rows * (size_t)vocab, cfg->final_softcap, t->logits, t->dlogits, t->dlogits);
     /* without a final norm the head input is the last block's output: its gradient is the stream's */

@@ -47,6 +47,11 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
 /* Zeroes every gradient, then back-propagates the mean loss of the last forward pass (which must
  * have had targets) into the parameter gradients and the embedding output gradient. */
 sp_status sp_model_backward(sp_model *m);
+/* The same with the mean loss scaled by weight, its parameter gradients added to the ones already
+ * there when accumulate is set (else they replace them): a batch's gradient summed over passes of
+ * fewer sequences, or several batches', without a second gradient buffer. The embedding output
+ * gradient is always this pass's alone. */
+sp_status sp_model_backward_weighted(sp_model *m, double weight, int accumulate);
 /* Backend bytes the activations of a batch x seq_len forward + backward pass take (the workspace,
  * plus the attention scratch a backend may allocate per layer); the model's current activations
  * are left as they are. How the analyzers fit a memory budget. */

@@ -3,6 +3,8 @@
  *   here, the gradients downloaded and averaged over the batches in double, their norms, role table,
  *   FFN norms, global norm and ratios recomputed by hand (relative error < 1e-12: the same sums in
  *   another order);
+ * - the same in passes of one sequence (model_batch 1), with ignored targets so that the passes of a
+ *   batch weigh unequally: each batch's gradient is still that of its mean loss;
  * - known answers: two identical batches accumulate to exactly the one-batch gradient (< 1e-13);
  *   a GELU model's W_3 column is NaN; grad_batches beyond the evaluation set is clipped to it. */
 #include <math.h>
@@ -72,7 +74,9 @@ static double *reference_norms(sp_model *m, const an_run *r, int n_batches)
     return norms;
 }
 
-static void check_against_direct(int variant, int ffn, int grad_batches)
+/* model_batch: sequences per pass of the analyzer (0: the batch); with 1, the first sequence of each
+ * batch also loses a few targets. */
+static void check_against_direct(int variant, int ffn, int grad_batches, int model_batch)
 {
     sp_config cfg;
     fixture_tiny_config(&cfg, variant, SP_NORM_LAYERNORM, ffn, SP_POS_LEARNED);
@@ -80,6 +84,11 @@ static void check_against_direct(int variant, int ffn, int grad_batches)
     an_run r;
     an_run_setup(&r, m, N_SEQS, SEQ, BATCH, 5);
     r.opts.grad_batches = grad_batches;
+    r.a.model_batch = model_batch;
+    if (model_batch == 1)
+        for (int b = 0; b < N_SEQS / BATCH; b++)
+            for (int t = 0; t < 3; t++)
+                r.targets[b * BATCH * SEQ + t] = -1;
     assert_int_equal(an_run_finish(&r, &sp_analyzer_grad_norms, "grad.h5"), SP_OK);
     const int nb = grad_batches < N_SEQS / BATCH ? grad_batches : N_SEQS / BATCH;
     assert_int_equal((int)an_run_scalar(&r, "grad_norms", "n_batches"), nb);
@@ -140,19 +149,25 @@ static void check_against_direct(int variant, int ffn, int grad_batches)
 static void test_direct_pre_gelu(void **state)
 {
     (void)state;
-    check_against_direct(SP_VARIANT_PRE, SP_FFN_GELU, 2);
+    check_against_direct(SP_VARIANT_PRE, SP_FFN_GELU, 2, 0);
+}
+
+static void test_direct_passes_of_one_sequence(void **state)
+{
+    (void)state;
+    check_against_direct(SP_VARIANT_PERI, SP_FFN_SWIGLU, 2, 1);
 }
 
 static void test_direct_span_swiglu(void **state)
 {
     (void)state;
-    check_against_direct(SP_VARIANT_SPAN, SP_FFN_SWIGLU, 1);
+    check_against_direct(SP_VARIANT_SPAN, SP_FFN_SWIGLU, 1, 0);
 }
 
 static void test_direct_siamese_clipped(void **state)
 {
     (void)state;
-    check_against_direct(SP_VARIANT_SIAMESE, SP_FFN_GELU, 7); /* only 2 batches exist */
+    check_against_direct(SP_VARIANT_SIAMESE, SP_FFN_GELU, 7, 0); /* only 2 batches exist */
 }
 
 /* Batch 1 a copy of batch 0: the accumulated gradient is the one-batch gradient. */
@@ -191,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_direct_pre_gelu),
         cmocka_unit_test(test_direct_span_swiglu),
         cmocka_unit_test(test_direct_siamese_clipped),
+        cmocka_unit_test(test_direct_passes_of_one_sequence),
         cmocka_unit_test(test_identical_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * (the last batch shorter) with some targets ignored, so the token weighting matters.
  * - Independent reference for pre: a block whose W_O and W_2 are zero is exactly the identity, so
  *   the loss with block l skipped must equal the loss of the model with block l's W_O and W_2
- *   zeroed, and removing the last k blocks that of zeroing them in the last k blocks (1e-12).
+ *   zeroed, and removing the last k blocks that of zeroing them in the last k blocks (1e-12); the
+ *   analyzer runs passes of one sequence there (model_batch 1), the reference whole batches.
  * - Every variant (siamese's two streams included): against a manual forward with the block(s)
  *   skipped through sp_model_set_block_skip and the token-weighted mean computed here; the base
  *   loss against the unskipped manual loss; no block is left skipped afterwards. */
@@ -111,6 +112,7 @@ static void test_pre_against_zeroed_blocks(void **state)
     sp_model *m = fixture_model(&cfg, 8, 0.3);
     an_run r;
     setup(&r, m, 3);
+    r.a.model_batch = 1; /* passes of one sequence: the batches' token weighting is still the reference's */
     assert_int_equal(an_run_finish(&r, &sp_analyzer_pruning, "pre.h5"), SP_OK);
     losses got = read_losses(&r);
     assert_true(an_run_scalar(&r, "pruning", "n_batches") == 3);

@@ -19,7 +19,11 @@
  * - the embedding-output gradient must equal the rows of the embed/tok gradient bit for bit
  *   (distinct token ids, untied head: each row receives exactly one contribution added to zero),
  *   and its directional derivative along random changes of the used embedding rows must match
- *   the finite difference to 1e-6. */
+ *   the finite difference to 1e-6;
+ * - sp_model_backward_weighted: the batch's gradient as the sum of its two sequences' gradients,
+ *   each weighted by its share of the counted targets (the first accumulate replacing what the
+ *   gradients held, the second adding), equals the one-pass gradient to 1e-12 of its largest entry:
+ *   every parameter-gradient op adds into its gradient. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,6 +234,33 @@ static void check_embed_grad(problem *p, sp_rng *rng, const char *what)
     free(de);
 }
 
+/* Sequence by sequence with sp_model_backward_weighted against the one-pass gradient p->grad. */
+static void check_weighted_sum(problem *p, const char *what)
+{
+    double count[BATCH] = {0}, total = 0;
+    for (int r = 0; r < ROWS; r++)
+        count[r / SEQ] += p->targets[r] >= 0;
+    for (int b = 0; b < BATCH; b++)
+        total += count[b];
+    for (int b = 0; b < BATCH; b++) {
+        assert_int_equal(sp_model_forward(p->m, p->tokens + b * SEQ, p->targets + b * SEQ, 1, SEQ, NULL), SP_OK);
+        assert_int_equal(sp_model_backward_weighted(p->m, count[b] / total, b > 0), SP_OK);
+    }
+    double max = 0;
+    for (int i = 0; i < p->n_params; i++)
+        for (size_t j = 0; j < sp_param_numel(sp_model_param_spec(p->m, i)); j++)
+            max = fmax(max, fabs(p->grad[i][j]));
+    for (int i = 0; i < p->n_params; i++) {
+        size_t n = sp_param_numel(sp_model_param_spec(p->m, i));
+        sp_real *g = fixture_download(p->m, sp_model_grad(p->m, i), n);
+        for (size_t j = 0; j < n; j++)
+            if (fabs(g[j] - p->grad[i][j]) > 1e-12 * max)
+                fail_msg("%s: %s[%zu]: weighted passes %.17g, one pass %.17g", what,
+                         sp_model_param_spec(p->m, i)->name, j, (double)g[j], (double)p->grad[i][j]);
+        free(g);
+    }
+}
+
 static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
 {
     problem p = {0};
@@ -240,6 +271,7 @@ static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
     check_elements(&p, &rng, what);
     if (!cfg->tie_embeddings)
         check_embed_grad(&p, &rng, what);
+    check_weighted_sum(&p, what);
     teardown(&p);
 }
 

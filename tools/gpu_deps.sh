@@ -9,25 +9,29 @@
 #                                         exports that make `make` and the tests find them
 #
 # What is downloaded: the -dev packages behind the Makefile's pkg-config names (hdf5, libcjson,
-# openblas, lapacke, libpcre2-8, icu-uc) and the tests' cmocka, the runtime packages of the libraries they link, the
-# tools pkg-config and make, and gnuplot (the plot tests run it). Their runtime closure is read off
-# this machine: ldd of those libraries and programs, each file mapped to its package (dpkg -S), all
-# at the versions installed here. glibc and the compiler's runtime (libc6, libgcc-s1, libstdc++6)
-# are never taken: the GPU machine's own are newer, and an older copy first in LD_LIBRARY_PATH would
-# break its programs.
+# openblas, lapacke, libpcre2-8, icu-uc) and the tests' cmocka, the runtime packages of the libraries
+# they link, and the tools pkg-config and make. Their runtime closure is read off this machine: ldd of
+# those libraries and programs, each file mapped to its package (dpkg -S), all at the versions
+# installed here. Never taken: glibc and the compiler's runtime (libc6, libgcc-s1, libstdc++6; the GPU
+# machine's own are newer, and an older copy first in LD_LIBRARY_PATH would break its programs), and
+# the libraries every Debian or Ubuntu base system has under the same soname (BASE_PKGS: TLS,
+# compression, ...). Not taken either: gnuplot and the ~20 MiB of image libraries it draws with. The
+# device tool carries at most 64 MiB with the working tree, and plotting runs no GPU code, so the GPU
+# session leaves the tests that draw out (bench/gpu_session.sh).
 # always.list: the -dev packages, the runtime packages of the linked libraries and the tools; always
-#   unpacked. if-missing.list: the rest of the closure (libcurl, krb5, the libraries gnuplot draws
-#   with, ...); unpacked only when one of the package's shared libraries is unknown to the GPU
-#   machine's `ldconfig -p`, so nothing it already has is shadowed (--all unpacks them too: a test
-#   of the whole path on a machine that has everything).
+#   unpacked. if-missing.list: the rest of the closure (libcurl, krb5, ...); unpacked only when one of
+#   the package's shared libraries is unknown to the GPU machine's `ldconfig -p`, so nothing it
+#   already has is shadowed (--all unpacks them too: a test of the whole path on a machine that has
+#   everything).
 set -eu
 ARCH_DIR=x86_64-linux-gnu
 DEV_PKGS="libhdf5-dev libcjson-dev libopenblas-dev libopenblas-pthread-dev liblapacke-dev libpcre2-dev libicu-dev libcmocka-dev"
-TOOL_PKGS="pkgconf pkgconf-bin make gnuplot-nox"
+TOOL_PKGS="pkgconf pkgconf-bin make"
 NEVER_PKGS="libc6 libgcc-s1 libstdc++6"
+BASE_PKGS="libssl3 libgnutls30 libgmp10 libhogweed6 libnettle8 libp11-kit0 libzstd1 libffi8 libidn2-0 libunistring2 libtasn1-6"
 L=/usr/lib/$ARCH_DIR
 LINKED_LIBS="$L/hdf5/serial/libhdf5.so $L/libcjson.so $L/openblas-pthread/libopenblas.so $L/liblapacke.so $L/libpcre2-8.so $L/libicuuc.so $L/libcmocka.so"
-TOOL_BINS="/usr/bin/pkgconf /usr/bin/make /usr/bin/gnuplot-nox"
+TOOL_BINS="/usr/bin/pkgconf /usr/bin/make"
 
 usage() {
     echo "usage: tools/gpu_deps.sh download [DIR] | unpack DIR PREFIX [--all]" >&2
@@ -50,7 +54,7 @@ needed() {
 
 without_never() {
     for p in "$@"; do
-        case " $NEVER_PKGS " in *" $p "*) ;; *) echo "$p" ;; esac
+        case " $NEVER_PKGS $BASE_PKGS " in *" $p "*) ;; *) echo "$p" ;; esac
     done
 }
 
@@ -120,7 +124,6 @@ unpack() {
     [ -e "$pc/hdf5.pc" ] || ln -s hdf5-serial.pc "$pc/hdf5.pc"
     [ -e "$pc/lapack.pc" ] || ln -s ../openblas-pthread/pkgconfig/lapack-openblas.pc "$pc/lapack.pc"
     [ -e "$pc/blas.pc" ] || ln -s ../openblas-pthread/pkgconfig/blas-openblas.pc "$pc/blas.pc"
-    [ -e "$prefix/usr/bin/gnuplot" ] || ln -s gnuplot-nox "$prefix/usr/bin/gnuplot"
     echo "gpu_deps: unpacked $n packages into $prefix; already on this machine:${skipped:- none}" >&2
     libs="$prefix$L:$prefix$L/openblas-pthread:$prefix$L/hdf5/serial"
     pcs="$pc:$prefix$L/openblas-pthread/pkgconfig:$prefix/usr/share/pkgconfig"
