@@ -115,13 +115,24 @@ $(BIN): $(CLI_OBJ) $(LIB32)
 $(BIN64): $(CLI_OBJ64) $(LIB64)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ64) $(LIB64) $(LDLIBS)
 
-$(BUILD)/tests/%_f64: tests/%_f64.c $(TEST_SUPPORT) $(LIB64)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB64) $(LDLIBS) -lcmocka
+# The tests' shared support code, compiled once per precision (not once per test binary).
+SUPPORT32 := $(BUILD)/libtestsupport.a
+SUPPORT64 := $(BUILD)/libtestsupport_f64.a
+$(SUPPORT32): $(TEST_SUPPORT:%.c=$(BUILD)/f32/%.o)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB32)
+$(SUPPORT64): $(TEST_SUPPORT:%.c=$(BUILD)/f64/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%_f64: tests/%_f64.c $(SUPPORT64) $(LIB64)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -o $@ $< $(TEST_SUPPORT) $(LIB32) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -DSP_DOUBLE -MMD -MP -o $@ $< $(SUPPORT64) $(LIB64) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/%: tests/%.c $(SUPPORT32) $(LIB32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_CUDA) -MMD -MP -o $@ $< $(SUPPORT32) $(LIB32) $(LDLIBS) -lcmocka
 
 $(BUILD)/bench/%: bench/%.c $(LIB32)
 	@mkdir -p $(dir $@)

@@ -21,9 +21,10 @@ fi
 make deps
 jobs=$(nproc 2>/dev/null || echo 2)
 if [ "$what" = test ]; then
+    # the test binaries run side by side too (tests/run_tests.sh: private scratch directories)
     make -j"$jobs"
-    make -j"$jobs" test
-    make -j"$jobs" test-asan
+    TEST_JOBS="$jobs" make -j"$jobs" test
+    TEST_JOBS="$jobs" make -j"$jobs" test-asan
 else
     make -j"$jobs"
     make data

@@ -40,11 +40,8 @@ static sp_status check_outputs(const sp_drift_job *job)
     char *summary = sp_report_summary_path(job->out);
     if (!summary)
         return SP_ERR_NOMEM;
-    sp_status st = SP_OK;
-    const char *inputs[2] = {job->ref, job->model}, *outputs[2] = {job->out, summary};
-    for (int i = 0; i < 2 && st == SP_OK; i++)
-        for (int o = 0; o < 2 && st == SP_OK; o++)
-            st = sp_model_source_check_output(inputs[i], outputs[o]);
+    const char *inputs[] = {job->ref, job->model, job->data, job->tokens}, *outputs[] = {job->out, summary};
+    sp_status st = sp_check_outputs(outputs, 2, inputs, 4);
     free(summary);
     return st;
 }

@@ -499,9 +499,10 @@ sp_status sp_analyze_run(const sp_analyze_job *given)
         return sp_error(SP_ERR_INTERNAL, "analyze: %d analyzers exceed the selection table", sp_n_analyzers);
     SP_TRY(sp_analyze_select(job->opts.metrics, selected));
     char *summary_path = sp_report_summary_path(job->out);
-    sp_status safe = summary_path ? sp_model_source_check_output(job->input, job->out) : SP_ERR_NOMEM;
-    if (safe == SP_OK)
-        safe = sp_model_source_check_output(job->input, summary_path);
+    if (!summary_path)
+        return SP_ERR_NOMEM;
+    const char *inputs[] = {job->input, job->data, job->tokens}, *outputs[] = {job->out, summary_path};
+    sp_status safe = sp_check_outputs(outputs, 2, inputs, 3);
     free(summary_path);
     SP_TRY(safe);
     if (job->csv_dir)

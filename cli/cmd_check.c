@@ -1,5 +1,6 @@
 /* cli/cmd_check.c: `spanprobe check REPORT [--rules RULES.json] [--baseline REPORT] [--junit FILE]`:
  * a regression gate on a report of `spanprobe analyze` (check/evaluate.h; docs/check.md). */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,8 @@
 #include "check/evaluate.h"
 #include "check/junit.h"
 #include "cli/cli.h"
+#include "io/model_source.h"
+#include "io/report.h"
 
 static void print_help(void)
 {
@@ -58,6 +61,21 @@ static sp_status parse_args(int argc, char **argv, check_args *a)
     return SP_OK;
 }
 
+/* The JUnit file may replace none of the inputs, a report's summary included. */
+static sp_status check_junit_path(const check_args *args)
+{
+    if (!args->junit || !args->report)
+        return SP_OK;
+    char *summary = sp_report_summary_path(args->report);
+    char *base_summary = args->baseline ? sp_report_summary_path(args->baseline) : NULL;
+    const char *inputs[] = {args->report, summary, args->baseline, base_summary, args->rules};
+    sp_status st = summary && (base_summary || !args->baseline) ? sp_check_outputs(&args->junit, 1, inputs, 5)
+                                                                 : SP_ERR_NOMEM;
+    free(summary);
+    free(base_summary);
+    return st;
+}
+
 static sp_status run_check(const check_args *args, const sp_check_rules *rules)
 {
     double t0 = sp_clock_seconds();
@@ -93,8 +111,10 @@ int sp_cmd_check(int argc, char **argv)
     sp_error_clear();
     check_args args;
     sp_status st = parse_args(argc, argv, &args);
+    if (st == SP_OK)
+        st = check_junit_path(&args);
     if (st != SP_OK)
-        return sp_cli_usage_error("check", "%s", sp_error_message());
+        return st == SP_ERR_USAGE ? sp_cli_usage_error("check", "%s", sp_error_message()) : sp_cli_report("check", st);
     if (args.print_rules) {
         fputs(sp_check_default_rules_json, stdout);
         return SP_OK;

@@ -2,6 +2,7 @@
  * sequences of the input and writes every capture point, layer by layer, as an activation dump
  * (io/dump.h). The model runs a few sequences at a time, so the input may be much larger than what
  * one forward pass holds. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,14 +101,27 @@ static sp_status read_input(const dump_opts *o, const sp_ckpt_meta *meta, int32_
     return st;
 }
 
-/* Downloads rows [0, n_rows) of a backend array of the given width and writes them at row0. */
+/* Downloads rows [0, n_rows) of a backend array of the given width and writes them at row0. A
+ * non-finite value is SP_ERR_NUMERIC naming the array, layer and token: a dump of NaN or Inf would
+ * only move the failure into every analysis of it. */
 static sp_status copy_rows(sp_dump_writer *w, const sp_backend *be, sp_dump_kind kind, int stream, int layer,
                            int64_t row0, int n_rows, int width, const sp_real *src, sp_real *host)
 {
+    static const char *const names[SP_DUMP_N_KINDS] = {"hidden state", "FFN latent", "sum_a", "sum_z", "logits"};
     if (!src)
         return sp_error(SP_ERR_INTERNAL, "dump: the model has no capture point for array %d, layer %d, stream %d",
                         (int)kind, layer, stream);
-    be->download(host, src, (size_t)n_rows * (size_t)width * sizeof *host);
+    const size_t n = (size_t)n_rows * (size_t)width;
+    be->download(host, src, n * sizeof *host);
+    if (be->count_nonfinite(n, src) > 0) {
+        size_t i = 0;
+        while (i < n && isfinite(host[i]))
+            i++;
+        return sp_error(SP_ERR_NUMERIC,
+                        "dump: %s of layer %d%s: %g at token %lld: the activations overflow float32 (nothing written)",
+                        names[kind], layer, stream ? " (stream y)" : "", (double)host[i < n ? i : 0],
+                        (long long)(row0 + (int64_t)(i / (size_t)width)));
+    }
     return sp_dump_write(w, kind, stream, layer, row0, n_rows, host);
 }
 

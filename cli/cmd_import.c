@@ -49,6 +49,7 @@ static sp_status append_file(char *buf, size_t cap, const char *label, const cha
 
 static sp_status import_llama2c(const char *model_path, const char *tok_path, const char *out_path)
 {
+    SP_TRY(sp_check_outputs(&out_path, 1, (const char *[]){model_path, tok_path}, 2));
     sp_llama2c_weights w;
     SP_TRY(sp_llama2c_read(model_path, &w));
     sp_ckpt_meta meta;

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "kernels/backend.h"
 
 static void print_help(void)
@@ -77,5 +78,8 @@ int sp_cmd_init(int argc, char **argv)
         return sp_cli_report("init", st);
     if (!out)
         return sp_cli_usage_error("init", "--out CKPT.h5 is required");
+    for (int i = 1; i + 1 < argc; i++) /* the checkpoint may not replace a config file it was made from */
+        if (strcmp(argv[i], "--config") == 0 && (st = sp_check_outputs(&out, 1, (const char *[]){argv[i + 1]}, 1)) != SP_OK)
+            return sp_cli_report("init", st);
     return sp_cli_report("init", write_checkpoint(&cfg, seed, out));
 }

@@ -206,8 +206,18 @@ static sp_status collect_dataset(hid_t d, const char *path, double *buf, cJSON *
     return SP_OK;
 }
 
-/* Walks a group in listing order: attributes of every object, statistics of every dataset. */
-static sp_status collect_group(hid_t g, const char *path, double *buf, cJSON *attrs, cJSON *tensors)
+/* The chain of groups from the root to the one being walked, by object address: a hard link back to
+ * one of them would otherwise be walked forever. */
+typedef struct {
+    haddr_t addr[64];
+    int depth;
+} ancestry;
+
+/* Walks a group in listing order: attributes of every object, statistics of every dataset. Only hard
+ * links are followed; a soft or external link, or a hard link back to an ancestor, is named on
+ * stderr and left out. */
+static sp_status collect_group(const char *file, hid_t g, const char *path, ancestry *up, double *buf, cJSON *attrs,
+                               cJSON *tensors)
 {
     collect_attrs(g, path, attrs);
     char **names = NULL;
@@ -217,14 +227,34 @@ static sp_status collect_group(hid_t g, const char *path, double *buf, cJSON *at
     char child[1024];
     for (int i = 0; i < n && st == SP_OK; i++) {
         snprintf(child, sizeof child, "%s%s%s", path, strcmp(path, "/") ? "/" : "", names[i]);
+        char shown[1024]; /* the name as the warnings print it */
+        sp_escape_controls(child, shown, sizeof shown);
+        H5L_info_t link;
         H5O_info_t info;
-        if (H5Oget_info_by_name2(g, names[i], &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
-            continue; /* dangling links */
-        hid_t obj = H5Oopen(g, names[i], H5P_DEFAULT);
+        if (H5Lget_info(g, names[i], &link, sp_h5_lapl()) < 0)
+            continue;
+        if (link.type != H5L_TYPE_HARD) {
+            fprintf(stderr, "spanprobe inspect: warning: %s: %s: %s link, not followed\n", file, shown,
+                    link.type == H5L_TYPE_SOFT ? "a soft" : "an external");
+            continue;
+        }
+        if (H5Oget_info_by_name2(g, names[i], &info, H5O_INFO_BASIC, sp_h5_lapl()) < 0)
+            continue;
+        int cycle = 0;
+        for (int a = 0; a < up->depth; a++)
+            cycle |= up->addr[a] == info.addr;
+        if (cycle || (info.type == H5O_TYPE_GROUP && up->depth == (int)SP_ARRAY_LEN(up->addr))) {
+            fprintf(stderr, "spanprobe inspect: warning: %s: %s: %s, not followed\n", file, shown,
+                    cycle ? "a link back to a group that holds it" : "groups nested too deep");
+            continue;
+        }
+        hid_t obj = H5Oopen(g, names[i], sp_h5_lapl());
         if (obj < 0)
             continue;
         if (info.type == H5O_TYPE_GROUP) {
-            st = collect_group(obj, child, buf, attrs, tensors);
+            up->addr[up->depth++] = info.addr;
+            st = collect_group(file, obj, child, up, buf, attrs, tensors);
+            up->depth--;
         } else if (info.type == H5O_TYPE_DATASET) {
             st = collect_dataset(obj, child, buf, tensors);
         }
@@ -259,7 +289,10 @@ static sp_status collect(const char *path, cJSON **out)
     cJSON *tensors = cJSON_AddArrayToObject(doc, "tensors");
     hid_t root = st == SP_OK ? H5Gopen2(file, "/", H5P_DEFAULT) : -1;
     if (root >= 0) {
-        st = collect_group(root, "/", buf, attrs, tensors);
+        ancestry up = {.depth = 1};
+        H5O_info_t info;
+        up.addr[0] = H5Oget_info2(root, &info, H5O_INFO_BASIC) >= 0 ? info.addr : HADDR_UNDEF;
+        st = collect_group(path, root, "/", &up, buf, attrs, tensors);
         H5Gclose(root);
     }
     free(buf);

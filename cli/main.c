@@ -22,26 +22,26 @@ static const sp_command commands[] = {
      sp_cmd_drift},
 };
 
-static void print_help(FILE *f)
+static void print_help(void)
 {
-    fprintf(f, "spanprobe %s: layer-wise diagnostics of Transformer depth\n\n"
-               "usage: spanprobe <command> [options]      spanprobe <command> --help\n\ncommands:\n",
-            SP_VERSION);
+    printf("spanprobe %s: layer-wise diagnostics of Transformer depth\n\n"
+           "usage: spanprobe <command> [options]      spanprobe <command> --help\n\ncommands:\n",
+           SP_VERSION);
     for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\noptions:\n  --help     this text\n  --version  print the version\n"
-               "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 bad input, 4 numerical failure, 5 I/O,\n"
-               "            6 training diverged, 7 check or compare failed, 8 out of memory (docs/cli.md)\n");
+        printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+    printf("\noptions:\n  --help     this text\n  --version  print the version\n"
+           "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 bad input, 4 numerical failure, 5 I/O,\n"
+           "            6 training diverged, 7 check or compare failed, 8 out of memory (docs/cli.md)\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        print_help(stderr);
+        fprintf(stderr, "spanprobe: expected a command: spanprobe <command> [options] (see spanprobe --help)\n");
         return SP_ERR_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        print_help(stdout);
+        print_help();
         return SP_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -51,6 +51,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "spanprobe: unknown command '%s' (see spanprobe --help)\n", argv[1]);
+    char name[256];
+    sp_escape_controls(argv[1], name, sizeof name);
+    fprintf(stderr, "spanprobe: unknown command '%s' (see spanprobe --help)\n", name);
     return SP_ERR_USAGE;
 }

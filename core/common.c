@@ -3,18 +3,43 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static _Thread_local char error_message[1024];
 static _Thread_local sp_status error_code = SP_OK;
+
+void sp_escape_controls(const char *in, char *out, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < len; p++) {
+        char esc[5] = {0};
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            esc[0] = '\\', esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+        else if (*p < 0x20 || *p == 0x7f)
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[*p >> 4], esc[3] = hex[*p & 15];
+        else
+            esc[0] = (char)*p;
+        size_t n = strlen(esc);
+        if (o + n >= len)
+            break;
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    out[o] = '\0';
+}
 
 sp_status sp_error(sp_status code, const char *fmt, ...)
 {
     if (error_code != SP_OK) /* keep the first, most specific message */
         return code;
+    char raw[sizeof error_message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* names from files and command lines may hold newlines or terminal escapes: one line, inert */
+    sp_escape_controls(raw, error_message, sizeof error_message);
     error_code = code;
     return code;
 }

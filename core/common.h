@@ -41,6 +41,9 @@ typedef enum {
 /* Records the first error of the current operation (later ones are ignored until sp_error_clear).
  * Returns code so callers can write `return sp_error(SP_ERR_INPUT, "...")`. */
 sp_status sp_error(sp_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* in with every control character written as an escape (\n, \r, \t, \x1b, ...), cut to fit len:
+ * what error messages and warnings do with names that come from files or the command line. */
+void sp_escape_controls(const char *in, char *out, size_t len);
 const char *sp_error_message(void);
 sp_status sp_error_code(void);
 void sp_error_clear(void);

@@ -1,5 +1,7 @@
 #include "core/sha256.h"
 
+#include "core/input_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,9 +105,8 @@ void sp_sha256_hex(const unsigned char digest[32], char hex[65])
 
 sp_status sp_sha256_file(const char *path, char hex[65], int64_t *n_bytes)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sp_error(SP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = NULL;
+    SP_TRY(sp_file_open_regular(path, &f, NULL));
     sp_sha256 h;
     sp_sha256_init(&h);
     unsigned char buf[1 << 16];

@@ -1,5 +1,7 @@
 #include "io/config_file.h"
 
+#include "core/input_file.h"
+
 #include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,9 +10,8 @@
 
 static sp_status read_text(const char *path, char **out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sp_error(SP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = NULL;
+    SP_TRY(sp_file_open_regular(path, &f, NULL));
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -63,13 +64,16 @@ sp_status sp_fields_apply_json(const char *text, const char *where, int n_tables
             st = sp_error(SP_ERR_INPUT, "%s: unknown field", item_where);
             break;
         }
+        /* values pass through the command line's parsers as text, so a file is held to the same
+         * rules: 16.4 is no integer, and a string too long for its field is refused, not cut */
         if (cJSON_IsBool(item))
             snprintf(value, sizeof value, "%s", cJSON_IsTrue(item) ? "true" : "false");
-        else if (cJSON_IsNumber(item) && (f->type == SP_FIELD_INT || f->type == SP_FIELD_INT64))
-            snprintf(value, sizeof value, "%.0f", item->valuedouble);
         else if (cJSON_IsNumber(item))
             snprintf(value, sizeof value, "%.17g", item->valuedouble);
-        else if (cJSON_IsString(item))
+        else if (cJSON_IsString(item) && strlen(item->valuestring) >= sizeof value) {
+            st = sp_error(SP_ERR_INPUT, "%s: longer than %d characters", item_where, (int)sizeof value - 1);
+            break;
+        } else if (cJSON_IsString(item))
             snprintf(value, sizeof value, "%s", item->valuestring);
         else {
             st = sp_error(SP_ERR_INPUT, "%s: expected a number, boolean or string", item_where);

@@ -5,21 +5,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-sp_status sp_file_open_regular(const char *path, FILE **f, int64_t *size)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return sp_error(SP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return sp_error(SP_ERR_IO, "%s: not a regular file", path);
-    }
-    *f = fp;
-    *size = (int64_t)st.st_size;
-    return SP_OK;
-}
-
 sp_status sp_file_read_all(const char *path, size_t max_bytes, unsigned char **data, size_t *size)
 {
     FILE *f = NULL;

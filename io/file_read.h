@@ -6,10 +6,8 @@
 #include <stdio.h>
 
 #include "core/common.h"
+#include "core/input_file.h" /* sp_file_open_regular */
 
-/* Opens path for binary reading and gets its size; a missing file, a directory or another
- * non-regular file is SP_ERR_IO naming the path. */
-sp_status sp_file_open_regular(const char *path, FILE **f, int64_t *size);
 /* Reads the file into *data (free()), NUL-terminated for text use; files above max_bytes are
  * SP_ERR_INPUT, unreadable ones SP_ERR_IO, both naming the path. */
 sp_status sp_file_read_all(const char *path, size_t max_bytes, unsigned char **data, size_t *size);

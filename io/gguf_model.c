@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "core/input_file.h"
 #include "core/sha256.h"
 #include "io/gguf_config.h"
 #include "io/gguf_tokenizer.h"
@@ -12,10 +12,11 @@
 
 int sp_gguf_is_model_file(const char *path)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+    FILE *f = NULL;
+    if (sp_file_open_regular(path, &f, NULL) != SP_OK) {
+        sp_error_clear(); /* a question, not a failure */
         return 0;
-    FILE *f = fopen(path, "rb");
+    }
     char magic[4] = {0};
     int is = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
     if (f)

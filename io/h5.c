@@ -1,5 +1,7 @@
 #include "io/h5.h"
 
+#include "core/input_file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -57,14 +59,9 @@ static sp_status fail_at(sp_status code, hid_t obj, const char *name, const char
 sp_status sp_h5_open(const char *path, hid_t *file)
 {
     quiet_hdf5();
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return sp_error(SP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return sp_error(SP_ERR_IO, "%s: cannot open: is a directory", path);
-    FILE *probe = fopen(path, "rb");
-    if (!probe)
-        return sp_error(SP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *probe = NULL;
+    int64_t size = 0;
+    SP_TRY(sp_file_open_regular(path, &probe, &size)); /* never hands HDF5 a FIFO to block on */
     fclose(probe);
     if (H5Fis_hdf5(path) <= 0)
         return sp_error(SP_ERR_INPUT, "%s: not an HDF5 file (expected the HDF5 signature, found none)", path);
@@ -73,7 +70,7 @@ sp_status sp_h5_open(const char *path, hid_t *file)
         return sp_error(SP_ERR_INPUT,
                         "%s: cannot open as HDF5 (truncated or corrupt file of %lld bytes, or written by an HDF5 "
                         "newer than 1.10 with libver='latest')",
-                        path, (long long)st.st_size);
+                        path, (long long)size);
     *file = f;
     return SP_OK;
 }
@@ -224,7 +221,27 @@ static int each_parent(hid_t loc, const char *path, int (*visit)(hid_t, const ch
     return 1;
 }
 
-static int link_exists(hid_t loc, const char *path) { return H5Lexists(loc, path, H5P_DEFAULT) > 0; }
+static herr_t refuse_external_link(const char *parent_file, const char *parent_group, const char *child_file,
+                                   const char *child_object, unsigned *flags, hid_t fapl, void *data)
+{
+    (void)parent_file, (void)parent_group, (void)child_file, (void)child_object, (void)flags, (void)fapl, (void)data;
+    return -1;
+}
+
+hid_t sp_h5_lapl(void)
+{
+    static hid_t lapl = -1;
+    if (lapl < 0) {
+        lapl = H5Pcreate(H5P_LINK_ACCESS);
+        if (lapl >= 0 && H5Pset_elink_cb(lapl, refuse_external_link, NULL) < 0) {
+            H5Pclose(lapl);
+            lapl = -1;
+        }
+    }
+    return lapl;
+}
+
+static int link_exists(hid_t loc, const char *path) { return H5Lexists(loc, path, sp_h5_lapl()) > 0; }
 
 int sp_h5_exists(hid_t loc, const char *path)
 {
@@ -266,8 +283,11 @@ static sp_status open_object(hid_t loc, const char *path, H5O_type_t type, hid_t
     const char *kind = type == H5O_TYPE_GROUP ? "group" : "dataset";
     if (!sp_h5_exists(loc, path))
         return fail_at(SP_ERR_INPUT, loc, path, "missing %s", kind);
+    H5L_info_t link;
+    if (H5Lget_info(loc, path, &link, sp_h5_lapl()) >= 0 && link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT)
+        return fail_at(SP_ERR_INPUT, loc, path, "expected a %s, found an external link (never followed)", kind);
     H5O_info_t info;
-    if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != type)
+    if (H5Oget_info_by_name2(loc, path, &info, H5O_INFO_BASIC, sp_h5_lapl()) < 0 || info.type != type)
         return fail_at(SP_ERR_INPUT, loc, path, "expected a %s, found another kind of object", kind);
     *obj = type == H5O_TYPE_GROUP ? H5Gopen2(loc, path, H5P_DEFAULT) : H5Dopen2(loc, path, H5P_DEFAULT);
     if (*obj < 0)

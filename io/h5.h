@@ -50,6 +50,10 @@ sp_status sp_h5_close_written(hid_t file);
 void sp_h5_discard(hid_t file);
 
 /* ---- groups and links ---- */
+/* The link access property list of every read by path: external links are refused before their
+ * target file is opened (spanprobe files hold none; a target could be a file the user never named,
+ * or a FIFO that would block). Soft links are followed, at most HDF5's 16 in a chain. */
+hid_t sp_h5_lapl(void);
 /* 1 when every component of path exists below loc. */
 int sp_h5_exists(hid_t loc, const char *path);
 /* Opens a group; SP_ERR_INPUT naming it when missing. */

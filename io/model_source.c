@@ -97,3 +97,12 @@ sp_status sp_model_source_check_output(const char *input, const char *output)
         return sp_error(SP_ERR_USAGE, "%s: the output is the input %s (choose another output path)", output, input);
     return SP_OK;
 }
+
+sp_status sp_check_outputs(const char *const *outputs, int n_out, const char *const *inputs, int n_in)
+{
+    for (int o = 0; o < n_out; o++)
+        for (int i = 0; i < n_in; i++)
+            if (outputs[o] && inputs[i])
+                SP_TRY(sp_model_source_check_output(inputs[i], outputs[o]));
+    return SP_OK;
+}

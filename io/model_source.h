@@ -20,6 +20,8 @@ sp_status sp_model_source_sha256(const char *path, char hex[65], int64_t *n_byte
 /* SP_ERR_USAGE when writing output (a path about to be replaced atomically) would replace the model
  * input itself or, for a model directory, one of its files. */
 sp_status sp_model_source_check_output(const char *input, const char *output);
+/* The same for every pair of n_out outputs and n_in inputs of one command (NULL entries skipped). */
+sp_status sp_check_outputs(const char *const *outputs, int n_out, const char *const *inputs, int n_in);
 /* The config, tokenizer and provenance, no weights. */
 sp_status sp_model_source_read_meta(const char *path, sp_ckpt_meta *meta);
 /* The model on be, with its meta. */

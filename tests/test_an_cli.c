@@ -285,6 +285,61 @@ static void test_stream_batch(void **state)
     free(cka_one);
 }
 
+/* The gradient and pruning passes' batch: the wide-FFN model's gradients (0.3 MiB) do not fit beside a
+ * pass of 4 sequences within that pass's 0.9 MiB, so they run 2 at a time, say so, record it, stay
+ * within the weights plus one pass of --batch on the backend, and give the gradient of each batch of
+ * 4 (here equal to the mean of two batches of 2: every target counts) and the same pruning loss. */
+static void model_batch_run(const fixture *f, const char *ckpt, const char *batch, const char *grad_batches,
+                            const char *report, double *norms, int64_t *n_norms, double *base_loss)
+{
+    char *err = NULL;
+    cli_expect_exit(0, (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--n-tokens", "64",
+                                        "--seq", "8", "--batch", batch, "--grad-batches", grad_batches,
+                                        "--prune-seqs", "4", "--device", "cpu", "--metrics", "grad_norms,pruning",
+                                        NULL},
+                    NULL, &err);
+    report_view v;
+    report_view_open(&v, report);
+    const int model_batch = (int)report_view_scalar(&v, "run", "model_batch");
+    if (strcmp(batch, "4") == 0) {
+        assert_int_equal(model_batch, 2);
+        assert_non_null(strstr(err, "gradient and pruning passes of 2 sequence(s) instead of 4"));
+        const double budget = report_view_scalar(&v, "run", "weights_mib") + report_view_scalar(&v, "run", "activations_mib");
+        assert_true(report_view_scalar(&v, "run", "peak_backend_mib_finish_grad_norms") <= budget);
+        assert_true(report_view_scalar(&v, "run", "peak_backend_mib_finish_pruning") <= budget);
+    }
+    free(err);
+    int rank;
+    int64_t shape[4];
+    double *t = report_view_array(&v, "grad_norms", "tensor", &rank, shape);
+    assert_in_range(shape[0], 1, 64);
+    *n_norms = shape[0];
+    memcpy(norms, t, (size_t)shape[0] * sizeof *norms);
+    free(t);
+    *base_loss = report_view_scalar(&v, "pruning", "base_loss");
+    report_view_close(&v);
+}
+
+static void test_model_batch(void **state)
+{
+    fixture *f = need_fixture(state);
+    char ckpt[4200], report[4200];
+    scratch_path(ckpt, sizeof ckpt, "wide_ffn_grads.h5");
+    run_ok((const char *[]){"init", "--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--n-kv-heads", "2", "--d-ff",
+                            "1024", "--max-seq-len", "8", "--out", ckpt, NULL},
+           NULL);
+    double four[64], two[64], loss_four, loss_two;
+    int64_t n_four, n_two;
+    scratch_path(report, sizeof report, "grads_of_4.h5");
+    model_batch_run(f, ckpt, "4", "1", report, four, &n_four, &loss_four);
+    scratch_path(report, sizeof report, "grads_of_2x2.h5");
+    model_batch_run(f, ckpt, "2", "2", report, two, &n_two, &loss_two);
+    assert_int_equal(n_four, n_two);
+    for (int64_t i = 0; i < n_four; i++)
+        assert_below(fabs(four[i] - two[i]) / fmax(two[i], 1e-30), 1e-5, "tensor %d", (int)i);
+    assert_below(fabs(loss_four - loss_two) / loss_two, 1e-6, "pruning base loss");
+}
+
 static void expect_failure(const char *const *args, int code, const char *report, const char *message)
 {
     cli_expect_error(code, args, (const char *[]){message, NULL});
@@ -385,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_dump_matches_checkpoint),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_stream_batch),
+        cmocka_unit_test(test_model_batch),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_help),

@@ -66,6 +66,18 @@ void h5_edit_delete(const char *file, const char *path)
     H5Fclose(f);
 }
 
+void h5_edit_link(const char *file, const char *path, char kind, const char *target, const char *target_file)
+{
+    hid_t f = open_rw(file);
+    if (H5Lexists(f, path, H5P_DEFAULT) > 0)
+        check(H5Ldelete(f, path, H5P_DEFAULT), "delete link", file);
+    herr_t rc = kind == 'h'   ? H5Lcreate_hard(f, target, f, path, H5P_DEFAULT, H5P_DEFAULT)
+                : kind == 's' ? H5Lcreate_soft(target, f, path, H5P_DEFAULT, H5P_DEFAULT)
+                              : H5Lcreate_external(target_file, target, f, path, H5P_DEFAULT, H5P_DEFAULT);
+    check(rc, "create link", file);
+    H5Fclose(f);
+}
+
 void h5_edit_replace(const char *file, const char *path, hid_t type, int rank, const int64_t *dims)
 {
     hid_t f = open_rw(file);

@@ -17,6 +17,9 @@ void h5_edit_delete(const char *file, const char *path);
 void h5_edit_replace(const char *file, const char *path, hid_t type, int rank, const int64_t *dims);
 /* Overwrites the first n values of a float dataset with value (NaN, Inf, ...). */
 void h5_edit_poison(const char *file, const char *path, int n, double value);
+/* Adds a link at path (replacing one there): 'h' a hard link to the object at target, 's' a soft link
+ * to the path target, 'e' an external link to target_file's object at target. */
+void h5_edit_link(const char *file, const char *path, char kind, const char *target, const char *target_file);
 /* A copy of src at dst (byte for byte). */
 void h5_edit_copy(const char *src, const char *dst);
 

@@ -97,9 +97,10 @@ int scratch_shared_data(const char *rel, char *buf, size_t len)
     return scratch_file_exists(buf);
 }
 
-/* Starts bin (NULL: $SPANPROBE_BIN) with args, its stdout and stderr into the files named; -1 when
- * there is no program to run. */
-static pid_t spawn_cli(const char *bin, const char *const *args, const char *out_path, const char *err_path)
+/* Starts bin (NULL: $SPANPROBE_BIN) with args, its stdout and stderr into the files named, to be
+ * killed after `seconds`; -1 when there is no program to run. */
+static pid_t spawn_cli(const char *bin, const char *const *args, const char *out_path, const char *err_path,
+                       unsigned seconds)
 {
     if (!bin)
         bin = getenv("SPANPROBE_BIN");
@@ -123,6 +124,7 @@ static pid_t spawn_cli(const char *bin, const char *const *args, const char *out
         int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
             _exit(126);
+        alarm(seconds); /* kept across execv: the default action ends the program */
         execv(bin, argv);
         _exit(127);
     }
@@ -130,19 +132,17 @@ static pid_t spawn_cli(const char *bin, const char *const *args, const char *out
     return pid;
 }
 
-pid_t scratch_spawn_cli(const char *const *args) { return spawn_cli(NULL, args, "/dev/null", "/dev/null"); }
-
-int scratch_run_cli(const char *const *args, char **out, char **err)
+pid_t scratch_spawn_cli(const char *const *args)
 {
-    return scratch_run_program(NULL, args, out, err);
+    return spawn_cli(NULL, args, "/dev/null", "/dev/null", SCRATCH_CLI_TIMEOUT);
 }
 
-int scratch_run_program(const char *bin, const char *const *args, char **out, char **err)
+static int run_program(const char *bin, unsigned seconds, const char *const *args, char **out, char **err)
 {
     char out_path[4200], err_path[4200];
     scratch_path(out_path, sizeof out_path, "cli-stdout.txt");
     scratch_path(err_path, sizeof err_path, "cli-stderr.txt");
-    pid_t pid = spawn_cli(bin, args, out_path, err_path);
+    pid_t pid = spawn_cli(bin, args, out_path, err_path, seconds);
     if (pid < 0)
         return -1;
     int status = 0;
@@ -155,6 +155,21 @@ int scratch_run_program(const char *bin, const char *const *args, char **out, ch
     unlink(out_path);
     unlink(err_path);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int scratch_run_cli(const char *const *args, char **out, char **err)
+{
+    return run_program(NULL, SCRATCH_CLI_TIMEOUT, args, out, err);
+}
+
+int scratch_run_cli_within(unsigned seconds, const char *const *args, char **out, char **err)
+{
+    return run_program(NULL, seconds, args, out, err);
+}
+
+int scratch_run_program(const char *bin, const char *const *args, char **out, char **err)
+{
+    return run_program(bin, SCRATCH_CLI_TIMEOUT, args, out, err);
 }
 
 int scratch_count_lines(const char *s)

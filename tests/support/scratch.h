@@ -22,8 +22,12 @@ int scratch_count_entries(const char *pattern);
 int scratch_shared_data(const char *rel, char *buf, size_t len);
 /* Runs $SPANPROBE_BIN with args (NULL-terminated, without the program name); *out and *err (may be
  * NULL) get its stdout and stderr (free()). Returns the exit status, 128 + signal when killed, or -1
- * when SPANPROBE_BIN is not set (the caller skips). */
+ * when SPANPROBE_BIN is not set (the caller skips). Every run is killed by SIGALRM (status 142)
+ * after SCRATCH_CLI_TIMEOUT seconds, so a hang fails its test instead of stalling the suite. */
+#define SCRATCH_CLI_TIMEOUT 900
 int scratch_run_cli(const char *const *args, char **out, char **err);
+/* The same, killed after `seconds` (a test that a command cannot hang). */
+int scratch_run_cli_within(unsigned seconds, const char *const *args, char **out, char **err);
 /* The same with the program at bin (NULL: $SPANPROBE_BIN), e.g. $BUILD_DIR/spanprobe-f64. */
 int scratch_run_program(const char *bin, const char *const *args, char **out, char **err);
 /* Starts $SPANPROBE_BIN with args in the background, stdout and stderr discarded; returns its pid
