@@ -1,7 +1,9 @@
 #include "io/atomic.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,29 @@ static char *dir_of(const char *path)
     if (slash == path)
         return strdup("/");
     return strndup(path, (size_t)(slash - path));
+}
+
+/* Removes the temporary files in dir that a process which no longer exists left behind (killed
+ * mid-write): names "<anything>.tmp.<pid>.XXXXXX", the form sp_atomic_begin writes. A live
+ * writer's files, and anything else, are left alone. */
+static void remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *tag = strstr(e->d_name, ".tmp.");
+        char *end = NULL;
+        long pid = tag ? strtol(tag + 5, &end, 10) : 0;
+        if (pid <= 0 || !end || *end != '.' || strlen(end + 1) != 6 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4352];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            unlink(path);
+    }
+    closedir(d);
 }
 
 static void release(sp_atomic_file *af)
@@ -37,24 +62,27 @@ sp_status sp_atomic_begin(const char *path, sp_atomic_file *af)
         return sp_error(SP_ERR_USAGE, "empty output path");
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return sp_error(SP_ERR_IO, "%s: cannot write: is a directory", path);
-    size_t n = strlen(path);
+    size_t n = strlen(path) + 32;
     af->path = strdup(path);
-    af->tmp_path = malloc(n + sizeof ".tmp.XXXXXX");
-    if (!af->path || !af->tmp_path) {
+    af->tmp_path = malloc(n);
+    char *dir = dir_of(path);
+    if (!af->path || !af->tmp_path || !dir) {
+        free(dir);
         release(af);
         return sp_error(SP_ERR_NOMEM, "%s: out of memory", path);
     }
-    memcpy(af->tmp_path, path, n);
-    memcpy(af->tmp_path + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    /* the writer's pid in the name tells a later writer whether the file is stale */
+    snprintf(af->tmp_path, n, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
+    remove_stale(dir);
     af->fd = mkstemp(af->tmp_path);
     if (af->fd < 0) {
         int err = errno;
-        char *dir = dir_of(path);
-        sp_error(SP_ERR_IO, "%s: cannot create a file in directory '%s': %s", path, dir ? dir : "?", strerror(err));
+        sp_error(SP_ERR_IO, "%s: cannot create a file in directory '%s': %s", path, dir, strerror(err));
         free(dir);
         release(af);
         return SP_ERR_IO;
     }
+    free(dir);
     /* mkstemp makes the file private (0600); give it the usual permissions */
     mode_t mask = umask(0);
     umask(mask);

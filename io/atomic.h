@@ -1,7 +1,8 @@
 /* io/atomic.h: files that appear complete or not at all.
  *
- * sp_atomic_begin creates "<path>.tmp.XXXXXX" in the destination's directory (so the final rename
- * cannot cross file systems); the caller writes it, by name (HDF5) or through fd (plain files).
+ * sp_atomic_begin creates "<path>.tmp.<pid>.XXXXXX" in the destination's directory (so the final
+ * rename cannot cross file systems), after removing the temporary files there whose writer no
+ * longer runs (killed mid-write); the caller writes it, by name (HDF5) or through fd (plain files).
  * sp_atomic_commit fsyncs the file, renames it over path and fsyncs the directory, so after a crash
  * the path holds either the old file or the whole new one. sp_atomic_abort unlinks the temporary
  * file. An unwritable destination fails in begin, before any work, with SP_ERR_IO naming the path.

@@ -13,6 +13,10 @@
  *   its field is refused (exit 3), never rounded or cut;
  * - a checkpoint whose activations overflow float32 (finite weights of 3e38) is no dump of Inf with
  *   exit 0 but exit 4 naming the array, layer and token, with nothing written;
+ * - one writer per directory: a second `train` on a directory being trained exits 2 naming the
+ *   holder's pid; once the first is killed (SIGKILL, no cleanup) the directory is free again;
+ * - temporary files of writers that no longer run are removed by the next write to their
+ *   directory; a live writer's, and other files, are left;
  * - messages stay one line: control characters in a file name are escaped, and `spanprobe` with no
  *   command says so in one line. */
 #include <setjmp.h>
@@ -22,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -227,6 +234,73 @@ static void test_dump_overflow(void **state)
     assert_int_equal(scratch_count_entries("*.tmp.*"), 0);
 }
 
+static void test_train_directory_lock(void **state)
+{
+    fixture *f = need(state);
+    char dir[4200], lock[4300];
+    scratch_path(dir, sizeof dir, "locked_run");
+    snprintf(lock, sizeof lock, "%s/.spanprobe.lock", dir);
+    const char *long_run[] = {"train", "--config", f->config, "--data", f->ids, "--val-fraction", "0", "--seq-len", "4", "--batch-size", "1",
+                              "--steps", "100000000", "--eval-every", "0", "--ckpt-every", "0", "--out", dir,
+                              "--device", "cpu", NULL};
+    pid_t first = scratch_spawn_cli(long_run);
+    assert_true(first > 0);
+    char *text = NULL;
+    for (int i = 0; i < 600 && !(text && atol(text) == (long)first); i++) { /* up to 60 s to start */
+        free(text);
+        nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+        text = scratch_read_file(lock, NULL);
+    }
+    assert_non_null(text);
+    assert_int_equal(atol(text), (long)first);
+    free(text);
+    char holder[64];
+    snprintf(holder, sizeof holder, "in use by another spanprobe process (pid %ld)", (long)first);
+    const char *second[] = {"train", "--config", f->config, "--data", f->ids, "--val-fraction", "0", "--seq-len", "4", "--steps", "2",
+                            "--out", dir, "--device", "cpu", NULL};
+    expect_quick_error(2, second, holder);
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    char *out = NULL, *err = NULL;
+    int rc = scratch_run_cli_within(LIMIT, second, &out, &err);
+    if (rc != 0)
+        fail_msg("train after the holder was killed: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+}
+
+static void test_stale_temporaries_removed(void **state)
+{
+    fixture *f = need(state);
+    pid_t gone = fork(); /* a pid that no longer runs */
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    char stale[4200], live[4200], other[4200], name[128];
+    snprintf(name, sizeof name, "old_report.h5.tmp.%ld.AbC123", (long)gone);
+    scratch_path(stale, sizeof stale, name);
+    snprintf(name, sizeof name, "busy_report.h5.tmp.%ld.XyZ789", (long)getpid());
+    scratch_path(live, sizeof live, name);
+    scratch_path(other, sizeof other, "notes.tmp.txt");
+    const char *paths[] = {stale, live, other};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(scratch_write_file(paths[i], "x", 1), 0);
+    char *out = NULL, *err = NULL;
+    assert_int_equal(scratch_run_cli_within(LIMIT,
+                                            (const char *[]){"analyze", f->ckpt, "--tokens", f->ids, "--seq", "8",
+                                                             "--out", file_in("after_stale.h5"), "--metrics", "growth",
+                                                             "--device", "cpu", "--quiet", NULL},
+                                            &out, &err),
+                     0);
+    free(out);
+    free(err);
+    assert_false(scratch_file_exists(stale));
+    assert_true(scratch_file_exists(live));
+    assert_true(scratch_file_exists(other));
+    unlink(live);
+    unlink(other);
+}
+
 static void test_messages_stay_one_line(void **state)
 {
     fixture *f = need(state);
@@ -250,6 +324,8 @@ int main(void)
         cmocka_unit_test(test_hdf5_links),
         cmocka_unit_test(test_config_values_never_changed),
         cmocka_unit_test(test_dump_overflow),
+        cmocka_unit_test(test_train_directory_lock),
+        cmocka_unit_test(test_stale_temporaries_removed),
         cmocka_unit_test(test_messages_stay_one_line),
     };
     return cmocka_run_group_tests(tests, group_setup, cli_group_free);

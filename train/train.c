@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/dir_lock.h"
 #include "io/dirs.h"
 #include "train/data.h"
 #include "train/optimizer.h"
@@ -40,6 +41,7 @@ typedef struct {
     double t_start, t_row;               /* wall clock at this process's first step and last row */
     int64_t step_start, tokens_row;      /* step at this process's start; tokens_seen at the last row */
     int tty;
+    int lock_fd; /* the out directory's lock (io/dir_lock.h) */
 } sp_run;
 
 static double now_s(void)
@@ -295,6 +297,8 @@ static sp_status setup(sp_run *r, const char *resume_from)
                         r->opt.data);
     SP_TRY(sp_train_data_load(r->opt.data, r->opt.val_fraction, r->opt.seq_len, (uint64_t)r->opt.seed, &r->data));
     SP_TRY(sp_make_dirs(r->dir));
+    /* one run writes a directory: a second one on it would interleave checkpoints and logs */
+    SP_TRY(sp_dir_lock(r->dir, "train", &r->lock_fd));
     SP_TRY(resume_from ? setup_resumed(r, resume_from) : setup_fresh(r));
     SP_TRY(sp_model_sync(r->m)); /* the uploads of the weights and optimizer state */
     SP_TRY(alloc_run_buffers(r));
@@ -329,6 +333,7 @@ static void teardown(sp_run *r)
     sp_optim_free(r->o);
     sp_model_free(r->m);
     sp_train_data_free(&r->data);
+    sp_dir_unlock(r->lock_fd);
 }
 
 /* ---- measurements ---- */
@@ -528,7 +533,7 @@ static void print_summary(const sp_run *r)
 sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
                        const char *resume_from)
 {
-    sp_run r = {.cfg = *cfg, .opt = *opt, .dir = out_dir};
+    sp_run r = {.cfg = *cfg, .opt = *opt, .dir = out_dir, .lock_fd = -1};
     sp_status st = setup(&r, resume_from);
     r.t_start = r.t_row = now_s();
     r.step_start = r.step;
