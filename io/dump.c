@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "io/atomic.h"
 #include "io/h5.h"
 
@@ -341,7 +342,7 @@ void sp_dump_close(sp_dump *d)
     free(d);
 }
 
-static sp_status read_config_group(sp_dump *d)
+static sp_status read_config_group(sp_dump *d, int minor)
 {
     hid_t g;
     SP_TRY(sp_h5_open_group(d->file, "config", &g));
@@ -365,6 +366,20 @@ static sp_status read_config_group(sp_dump *d)
     }
     if (st == SP_OK && sp_h5_has_attr(g, "variant"))
         st = sp_h5_get_str(g, "variant", in->variant, sizeof in->variant);
+    if (st == SP_OK && in->variant[0] && sp_enum_lookup(sp_variant_names, in->variant) < 0) {
+        sp_h5_where(g, "variant", where, sizeof where);
+        st = sp_error(SP_ERR_INPUT, "%s: \"%s\" is not a variant spanprobe knows (leave it out for a model of "
+                                    "another framework)", where, in->variant);
+    }
+    /* unknown attributes are typos, as in a checkpoint's /config; a newer minor version may add some */
+    static const char *const known[] = {"n_layers", "d_model", "n_streams", "d_ff", "vocab_size",
+                                        "batch",    "seq_len", "variant",   NULL};
+    char other[256];
+    if (st == SP_OK && minor <= SP_DUMP_VERSION_MINOR && sp_h5_other_attr(g, known, other, sizeof other)) {
+        sp_h5_where(g, other, where, sizeof where);
+        st = sp_error(SP_ERR_INPUT, "%s: unknown field (not one spanprobe %s knows: a typo, or a newer file "
+                                    "mislabeled as this version?)", where, SP_VERSION);
+    }
     H5Gclose(g);
     return st;
 }
@@ -407,6 +422,16 @@ static sp_status open_arrays(sp_dump *d)
     return SP_OK;
 }
 
+static sp_status check_tokens(sp_dump *d)
+{
+    int32_t *tokens = sp_malloc((size_t)d->rows * sizeof *tokens, "dump tokens");
+    if (!tokens)
+        return SP_ERR_NOMEM;
+    sp_status st = sp_dump_read_tokens(d, tokens);
+    free(tokens);
+    return st;
+}
+
 sp_status sp_dump_open(const char *path, sp_dump **out)
 {
     *out = NULL;
@@ -418,14 +443,17 @@ sp_status sp_dump_open(const char *path, sp_dump **out)
         d->dsets[s] = -1;
     d->path = strdup(path);
     sp_status st = d->path ? sp_h5_open(path, &d->file) : sp_error(SP_ERR_NOMEM, "out of memory");
+    int minor = 0;
     if (st == SP_OK)
-        st = sp_h5_check_format(d->file, SP_DUMP_FORMAT, SP_DUMP_VERSION_MAJOR, NULL);
+        st = sp_h5_check_format(d->file, SP_DUMP_FORMAT, SP_DUMP_VERSION_MAJOR, &minor);
     if (st == SP_OK && sp_h5_has_attr(d->file, "source"))
         st = sp_h5_get_str(d->file, "source", d->info.source, sizeof d->info.source);
     if (st == SP_OK)
-        st = read_config_group(d);
+        st = read_config_group(d, minor);
     if (st == SP_OK)
         st = open_arrays(d);
+    if (st == SP_OK) /* every reader of the dump agrees on its tokens, inspect included */
+        st = check_tokens(d);
     if (st != SP_OK) {
         sp_dump_close(d);
         return st;

@@ -685,6 +685,31 @@ static herr_t find_unknown_attr(hid_t loc, const char *name, const H5A_info_t *i
     return 1; /* stop at the first */
 }
 
+typedef struct {
+    const char *const *names;
+    char *buf;
+    size_t len;
+} other_search;
+
+static herr_t find_other_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)loc;
+    (void)info;
+    other_search *s = data;
+    for (const char *const *n = s->names; *n; n++)
+        if (strcmp(*n, name) == 0)
+            return 0;
+    snprintf(s->buf, s->len, "%s", name);
+    return 1; /* stop at the first */
+}
+
+int sp_h5_other_attr(hid_t obj, const char *const *names, char *buf, size_t len)
+{
+    other_search s = {names, buf, len};
+    hsize_t idx = 0;
+    return H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, find_other_attr, &s) > 0;
+}
+
 sp_status sp_h5_read_fields(hid_t obj, const sp_field_table *t, void *dst, int allow_unknown)
 {
     char where[768], text[SP_FIELD_STRING_MAX + 64];

@@ -77,6 +77,8 @@ typedef struct {
 } sp_h5_value;
 
 int sp_h5_has_attr(hid_t obj, const char *name);
+/* 1, with its name in buf, when obj has an attribute not among names (NULL-terminated), else 0. */
+int sp_h5_other_attr(hid_t obj, const char *const *names, char *buf, size_t len);
 /* Reads any string, integer, float or enum attribute (at most 2^20 values). */
 sp_status sp_h5_attr_read(hid_t obj, const char *name, sp_h5_value *v);
 void sp_h5_value_free(sp_h5_value *v);
