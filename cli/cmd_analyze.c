@@ -8,6 +8,7 @@
 #include "analyzers/autoscale.h"
 #include "analyzers/driver.h"
 #include "cli/cli.h"
+#include "core/input_file.h"
 
 static void print_help(void)
 {
@@ -92,7 +93,9 @@ static sp_status parse_args(int argc, char **argv, unsigned char *consumed, sp_a
         return sp_error(SP_ERR_USAGE, "expected --out REPORT.h5");
     if (job->data && job->tokens)
         return sp_error(SP_ERR_USAGE, "expected at most one of --data FILE and --tokens FILE");
-    return sp_analyze_options_validate(&job->opts, "analysis options");
+    SP_TRY(sp_analyze_options_validate(&job->opts, "analysis options"));
+    sp_read_budget_set((uint64_t)(job->opts.max_memory_gib * 1073741824.0));
+    return SP_OK;
 }
 
 int sp_cmd_analyze(int argc, char **argv)

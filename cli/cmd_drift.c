@@ -7,6 +7,7 @@
 #include "analyzers/driver.h"
 #include "analyzers/drift.h"
 #include "cli/cli.h"
+#include "core/input_file.h"
 
 static void print_help(void)
 {
@@ -97,6 +98,7 @@ static sp_status parse_args(int argc, char **argv, sp_drift_job *job)
         return sp_error(SP_ERR_USAGE, "expected --out REPORT.h5");
     if (job->data && job->tokens)
         return sp_error(SP_ERR_USAGE, "expected at most one of --data FILE and --tokens FILE");
+    sp_read_budget_set((uint64_t)(job->max_memory_gib * 1073741824.0));
     return SP_OK;
 }
 

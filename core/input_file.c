@@ -38,3 +38,17 @@ sp_status sp_file_open_regular(const char *path, FILE **f, int64_t *size)
         *size = (int64_t)st.st_size;
     return SP_OK;
 }
+
+static uint64_t read_budget; /* 0: not set, the machine's memory */
+
+void sp_read_budget_set(uint64_t bytes) { read_budget = bytes; }
+
+uint64_t sp_read_budget(void)
+{
+    if (read_budget)
+        return read_budget;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+}
+
+const char *sp_read_budget_hint(void) { return read_budget ? " (raise --max-memory-gib)" : " (the machine's memory)"; }

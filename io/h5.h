@@ -31,6 +31,12 @@ void sp_h5_where(hid_t obj, const char *name, char *buf, size_t len);
 /* Opens read-only: SP_ERR_IO when the file cannot be read, SP_ERR_INPUT when it is not HDF5 or is
  * truncated or corrupt. */
 sp_status sp_h5_open(const char *path, hid_t *file);
+/* Reads the file once in a child process (io/h5_vet.c) and returns its verdict: SP_ERR_INPUT when
+ * libhdf5 crashes, aborts or hangs on it, or when a dataset declares more data than the file holds
+ * or than the reading budget (core/input_file.h). sp_h5_open calls it on every file it opens. */
+sp_status sp_h5_vet(const char *path);
+/* The child's time limit in seconds (0: 30 s plus 1 s per 32 MiB of file); tests shorten it. */
+void sp_h5_set_vet_seconds(double seconds);
 /* Reads the root "format" and "format_version" attributes. */
 sp_status sp_h5_read_format(hid_t file, char *format, size_t len, int *major, int *minor);
 /* Checks the format name and that the file's major version is not newer; *minor may be NULL. */

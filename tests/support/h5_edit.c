@@ -103,6 +103,35 @@ void h5_edit_replace(const char *file, const char *path, hid_t type, int rank, c
     H5Fclose(f);
 }
 
+void h5_edit_declare(const char *file, const char *path, int64_t rows, int64_t cols, int64_t zero_rows)
+{
+    hid_t f = open_rw(file);
+    if (H5Lexists(f, path, H5P_DEFAULT) > 0)
+        check(H5Ldelete(f, path, H5P_DEFAULT), "delete link", file);
+    hsize_t ext[2] = {(hsize_t)rows, (hsize_t)cols}, chunk[2] = {1, (hsize_t)(cols < 65536 ? cols : 65536)};
+    hid_t space = H5Screate_simple(2, ext, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    check(H5Pset_chunk(dcpl, 2, chunk), "set chunk", file);
+    check(H5Pset_deflate(dcpl, 9), "set deflate", file);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t d = H5Dcreate2(f, path, H5T_IEEE_F32LE, space, lcpl, dcpl, H5P_DEFAULT);
+    check(d, "create dataset", file);
+    float *zeros = calloc((size_t)cols, sizeof *zeros);
+    for (int64_t r = 0; r < zero_rows; r++) {
+        hsize_t start[2] = {(hsize_t)r, 0}, count[2] = {1, (hsize_t)cols};
+        hid_t mem = H5Screate_simple(2, count, NULL);
+        check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), "select row", file);
+        check(H5Dwrite(d, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, zeros), "write row", file);
+        H5Sclose(mem);
+    }
+    free(zeros);
+    H5Dclose(d);
+    H5Pclose(lcpl);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Fclose(f);
+}
+
 void h5_edit_poison(const char *file, const char *path, int n, double value)
 {
     hid_t f = open_rw(file);

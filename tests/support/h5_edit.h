@@ -15,6 +15,11 @@ void h5_edit_delete_attr(const char *file, const char *obj, const char *name);
 void h5_edit_delete(const char *file, const char *path);
 /* Replaces the dataset at path by one of the given file type and shape, filled with ones. */
 void h5_edit_replace(const char *file, const char *path, hid_t type, int rank, const int64_t *dims);
+/* Replaces (or adds) the dataset at path by a chunked float32 one of shape [rows, cols]: with
+ * zero_rows 0 nothing is written (every read would be fill values: a few hundred bytes of file
+ * declaring any size), else its first zero_rows rows are written as zeros through deflate (a
+ * compression bomb: a few KB of file per 10 MB of data). */
+void h5_edit_declare(const char *file, const char *path, int64_t rows, int64_t cols, int64_t zero_rows);
 /* Overwrites the first n values of a float dataset with value (NaN, Inf, ...). */
 void h5_edit_poison(const char *file, const char *path, int n, double value);
 /* Adds a link at path (replacing one there): 'h' a hard link to the object at target, 's' a soft link
