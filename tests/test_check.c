@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -719,6 +720,93 @@ static void test_junit(void **state)
     sp_check_rules_free(&rules);
 }
 
+/* ---- rules files of 200k rules: every step linear or n log n ---- */
+
+enum { MANY_RULES = 200000 };
+#define SCALE_SECONDS 30.0 /* the new code takes about 1 s (several under ASan); the pairwise name check took minutes */
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* {"rules": [...MANY_RULES...], "include_defaults": ...}: rule i named "r<i>" (or last_name for the
+ * last), cycling through an array metric, a summary scalar, a missing array and a missing key. */
+static char *many_rules(const char *last_name, int include_defaults)
+{
+    static const char *const bodies[] = {
+        "\"metric\":\"similarity/block_influence\",\"reduce\":\"mean\",\"op\":\"finite\"",
+        "\"metric\":\"summary:train.diverged\",\"op\":\"==\",\"limit\":0",
+        "\"metric\":\"growth/nope\",\"reduce\":\"max\",\"op\":\"<\",\"limit\":1",
+        "\"metric\":\"summary:similarity.nope\",\"op\":\"<\",\"limit\":1",
+    };
+    size_t cap = (size_t)MANY_RULES * 100 + 64, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text + len, cap - len, "{\"include_defaults\":%s,\"rules\":[",
+                            include_defaults ? "true" : "false");
+    for (int i = 0; i < MANY_RULES; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "r%d", i);
+        len += (size_t)snprintf(text + len, cap - len, "%s{\"name\":\"%s\",%s}", i ? "," : "",
+                                i == MANY_RULES - 1 && last_name ? last_name : name, bodies[i % 4]);
+    }
+    snprintf(text + len, cap - len, "]}");
+    return text;
+}
+
+static void expect_fast(double t0, const char *what)
+{
+    double seconds = now_seconds() - t0;
+    if (seconds > SCALE_SECONDS)
+        fail_msg("%s took %.1f s (expected well under %.0f s)", what, seconds, SCALE_SECONDS);
+}
+
+static void expect_duplicate(const char *last_name, int include_defaults, const char *needle)
+{
+    char *text = many_rules(last_name, include_defaults);
+    sp_check_rules rules;
+    sp_error_clear();
+    double t0 = now_seconds();
+    assert_int_equal(sp_check_rules_parse(text, "many.json", &rules), SP_ERR_INPUT);
+    expect_fast(t0, needle);
+    if (!strstr(sp_error_message(), needle))
+        fail_msg("'%s' (expected '%s')", sp_error_message(), needle);
+    free(text);
+}
+
+static void test_many_rules(void **state)
+{
+    (void)state;
+    char path[4200];
+    write_report("many.h5", 0, -1, path, sizeof path);
+    char *text = many_rules(NULL, 0);
+    sp_check_rules rules;
+    sp_check_results res;
+    sp_check_source *report = NULL;
+    sp_error_clear();
+    double t0 = now_seconds();
+    assert_int_equal(sp_check_rules_parse(text, "many.json", &rules), SP_OK);
+    assert_int_equal(rules.n, MANY_RULES);
+    assert_int_equal(sp_check_source_open(path, &report), SP_OK);
+    assert_int_equal(sp_check_evaluate(&rules, report, NULL, &res), SP_OK);
+    expect_fast(t0, "parsing and evaluating 200k rules");
+    assert_int_equal(res.count[SP_CHECK_PASS], MANY_RULES / 2);
+    assert_int_equal(res.count[SP_CHECK_ERROR], MANY_RULES / 2);
+    assert_non_null(strstr(res.results[2].detail, "its growth arrays: rms, top_abs"));
+    assert_non_null(strstr(res.results[MANY_RULES - 1].detail, "its similarity keys: adjacent_cosine_deep_half"));
+    sp_check_results_free(&res);
+    sp_check_source_close(report);
+    sp_check_rules_free(&rules);
+    free(text);
+    /* a name repeated only at the very end, and one that conflicts with a built-in rule */
+    expect_duplicate("r0", 0, "many.json: rules 1 and 200000 are both named \"r0\"");
+    expect_duplicate("divergence.eval_gradient", 1,
+                     "rules 200000 and 200006 are both named \"divergence.eval_gradient\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -736,6 +824,7 @@ int main(void)
         cmocka_unit_test(test_summary_of_another_report),
         cmocka_unit_test(test_xml_reader_rejects),
         cmocka_unit_test(test_junit),
+        cmocka_unit_test(test_many_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

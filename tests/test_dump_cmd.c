@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -312,12 +315,103 @@ static void test_token_file_reader(void **state)
     sp_error_clear();
 }
 
+/* ids streamed across the reader's 64 KiB blocks: a good id and a bad one split by a block edge */
+static void test_token_file_blocks(void **state)
+{
+    (void)state;
+    enum { EDGE = 65536 };
+    char path[4200];
+    scratch_path(path, sizeof path, "block_ids.txt");
+    char *text = malloc(EDGE + 16);
+    assert_non_null(text);
+    for (int i = 0; i < EDGE - 2; i += 2)
+        memcpy(text + i, "1 ", 2);
+    memcpy(text + EDGE - 2, "255 7", 5); /* "255" holds bytes EDGE - 2 .. EDGE */
+    assert_int_equal(scratch_write_file(path, text, EDGE + 3), 0);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(sp_token_file_read(path, 256, &ids, &n), SP_OK);
+    assert_int_equal(n, EDGE / 2 + 1);
+    assert_int_equal(ids[n - 2], 255);
+    assert_int_equal(ids[n - 1], 7);
+    free(ids);
+    memcpy(text + EDGE - 2, "12x4", 4);
+    assert_int_equal(scratch_write_file(path, text, EDGE + 2), 0);
+    sp_error_clear();
+    assert_int_equal(sp_token_file_read(path, 256, &ids, &n), SP_ERR_INPUT);
+    assert_non_null(strstr(sp_error_message(), "token 32767 (line 1, byte offset 65534): '12x4' is not an integer id"));
+    sp_error_clear();
+    free(text);
+    unlink(path);
+}
+
+/* Reads path in a child whose address space may grow by at most `budget` bytes; 1 when it read
+ * want_n ids within that. */
+static int read_within(const char *path, size_t budget, size_t want_n)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *status = fopen("/proc/self/status", "r");
+        char line[256];
+        long vm_kib = -1;
+        while (status && fgets(line, sizeof line, status))
+            if (sscanf(line, "VmSize: %ld kB", &vm_kib) == 1)
+                break;
+        if (status)
+            fclose(status);
+        struct rlimit limit = {(rlim_t)vm_kib * 1024 + budget, (rlim_t)vm_kib * 1024 + budget};
+        if (vm_kib < 0 || setrlimit(RLIMIT_AS, &limit) != 0)
+            _exit(2);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        sp_status st = sp_token_file_read(path, 256, &ids, &n);
+        _exit(st == SP_OK && n == want_n ? 0 : 1);
+    }
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 2);
+    return WEXITSTATUS(wstatus) == 0;
+}
+
+/* Reading a token file takes the ids' memory, not the text's: a 24 MiB file of 2 Mi ids (8 MiB)
+ * reads within 20 MiB of address space, and a 16 MiB line of mostly blanks holding 4096 ids within
+ * 4 MiB. The reader that read the whole text, then allocated for size / 2 ids, needed 72 MiB and
+ * 48 MiB. */
+static void test_token_file_memory(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    skip(); /* ASan reserves terabytes of shadow address space: RLIMIT_AS cannot hold it */
+#endif
+    enum { RECORD = 12, N_PADDED = 2 << 20, SPARSE_BYTES = 16 << 20, SPARSE_STEP = 4096 };
+    char path[4200];
+    scratch_path(path, sizeof path, "large_ids.txt");
+    char *text = malloc(SPARSE_BYTES > (size_t)N_PADDED * RECORD ? SPARSE_BYTES : (size_t)N_PADDED * RECORD);
+    assert_non_null(text);
+    for (size_t i = 0; i < N_PADDED; i++)
+        snprintf(text + i * RECORD, RECORD + 1, "%011zu\n", i % 256); /* zero-padded ids are valid */
+    assert_int_equal(scratch_write_file(path, text, (size_t)N_PADDED * RECORD), 0);
+    if (!read_within(path, 20u << 20, N_PADDED))
+        fail_msg("a token file of 24 MiB holding 8 MiB of ids did not read within 20 MiB");
+    memset(text, ' ', SPARSE_BYTES);
+    for (size_t i = 0; i < SPARSE_BYTES; i += SPARSE_STEP)
+        text[i] = '7';
+    assert_int_equal(scratch_write_file(path, text, SPARSE_BYTES), 0);
+    if (!read_within(path, 4u << 20, SPARSE_BYTES / SPARSE_STEP))
+        fail_msg("a one-line token file of 16 MiB holding 4096 ids did not read within 4 MiB");
+    free(text);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dump_tokens),  cmocka_unit_test(test_dump_text),
         cmocka_unit_test(test_dump_siamese), cmocka_unit_test(test_dump_errors),
         cmocka_unit_test(test_token_file_reader),
+        cmocka_unit_test(test_token_file_blocks),
+        cmocka_unit_test(test_token_file_memory),
     };
     return cmocka_run_group_tests(tests, setup, cli_group_free);
 }
