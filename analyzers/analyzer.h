@@ -82,6 +82,8 @@ typedef struct {
     sp_report *report;
     int quiet;              /* no progress lines from analyzers whose finish() takes long (analyzers/progress.h) */
     struct sp_pass *pass;   /* the driver's streaming pass (private to analyzers/driver.c; NULL outside it) */
+    double t_start;         /* sp_clock_seconds() when the command began (0: when execute began): the stage
+                               table's total then counts loading, hashing and checking the input */
 } sp_analysis;
 
 /* One batch of the streaming pass; backend memory, valid only during consume(). rows = sequences

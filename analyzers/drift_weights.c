@@ -54,8 +54,10 @@ static sp_status matrix_drift(const sp_backend *be, sp_model *ref, sp_model *mod
         st = norms_of(be, m, n, diff, sv, &f_diff, &s_diff);
         if (st == SP_OK)
             st = norms_of(be, m, n, w_ref, sv, &f_ref, &s_ref);
-        *rel_frob = f_diff / f_ref;
-        *rel_spec = s_diff / s_ref;
+        if (st == SP_OK) {
+            *rel_frob = f_diff / f_ref;
+            *rel_spec = s_diff / s_ref;
+        }
     }
     if (diff)
         be->free(diff);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "analyzers/autoscale.h"
 #include "analyzers/evalset.h"
@@ -15,6 +16,7 @@
 #include "analyzers/train_state.h"
 #include "io/checkpoint.h"
 #include "io/config_file.h"
+#include "io/dirs.h"
 #include "io/h5.h"
 #include "io/model_source.h"
 
@@ -101,9 +103,20 @@ static sp_status consume_all(const sp_analysis *a, void *ctx, const sp_act_batch
     return SP_OK;
 }
 
+/* Why the backend's peak can exceed the process's: a note for the stage table, "" when it does not. */
+static const char *backend_vs_rss(const sp_backend *be, double backend_mib, double rss_mib)
+{
+    if (be != sp_backend_cpu())
+        return "; the backend's memory is the device's, not part of it";
+    if (backend_mib > rss_mib)
+        return "; below the backend's peak: pages allocated but never written (zeroed workspaces, unused "
+               "capacity) are not resident";
+    return "";
+}
+
 /* The summary group "run": sizes, stage times, peak memory; and the stage table on stdout. */
-static sp_status record_run(const sp_analysis *a, const run_state *rs, double seconds_input, double seconds_total,
-                            int quiet)
+static sp_status record_run(const sp_analysis *a, const run_state *rs, double seconds_load, double seconds_input,
+                            double seconds_total, int quiet)
 {
     sp_report *r = a->report;
     const double peak_rss = sp_analyze_peak_rss_mib();
@@ -117,14 +130,16 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         {"batch", a->batch},
         {"stream_batch", rs->stream_batch},
         {"model_batch", a->model_batch},
+        {"seconds_load", seconds_load},
         {"seconds_input", seconds_input},
         {"peak_backend_mib_pass", rs->peak_pass_mib},
     };
     for (size_t i = 0; i < SP_ARRAY_LEN(sizes); i++)
         SP_TRY(sp_report_set_scalar(r, "run", sizes[i].key, sizes[i].value));
     if (!quiet)
-        printf("%-34s %8s %10s\n%-34s %8.3f %10.1f\n", "stage", "seconds", "peak MiB",
-               a->model ? "forward passes (and begin)" : "dump reads (and begin)", seconds_input, rs->peak_pass_mib);
+        printf("%-34s %8s %10s\n%-34s %8.3f\n%-34s %8.3f %10.1f\n", "stage", "seconds", "peak MiB",
+               "input: load, hash, check", seconds_load, a->model ? "forward passes (and begin)" : "dump reads (and begin)",
+               seconds_input, rs->peak_pass_mib);
     for (int i = 0; i < rs->n; i++) {
         if (!rs->active[i])
             continue;
@@ -148,8 +163,8 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
     SP_TRY(sp_report_set_scalar(r, "run", "peak_rss_mib", peak_rss));
     if (!quiet)
         printf("%-34s %8.3f\npeak %s memory: %.1f MiB (allocated through the backend: weights, activations, "
-               "accumulators, solver workspaces)\npeak memory: %.1f MiB (maximum resident set size of the process)\n",
-               "total", seconds_total, a->be->name, rs->peak_mib, peak_rss);
+               "accumulators, solver workspaces)\npeak memory: %.1f MiB (maximum resident set size of the process)%s\n",
+               "total", seconds_total, a->be->name, rs->peak_mib, peak_rss, backend_vs_rss(a->be, rs->peak_mib, peak_rss));
     if (a->model) { /* the two parts of the peak that the model's size sets */
         const double weights = (double)sp_model_n_weights(a->model) * sizeof(sp_real) / 1048576.0;
         const double acts = (double)sp_model_activation_bytes(a->model, a->batch, a->seq_len) / 1048576.0;
@@ -259,8 +274,9 @@ static int drives_model(const run_state *rs)
     return 0;
 }
 
-static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_start)
+static sp_status execute(sp_analysis *a, run_state *rs, int quiet)
 {
+    const double seconds_load = sp_clock_seconds() - a->t_start;
     unsigned load;
     int n_consumers;
     size_t accumulators;
@@ -299,6 +315,8 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
         /* streaming analyzers finish (and replay) at their pass's batch, the others run their own passes */
         a->batch = rs->list[i]->consume ? rs->stream_batch : batch;
         st = rs->list[i]->finish(a, state);
+        if (st != SP_OK)
+            sp_error_context("%s", rs->list[i]->name);
         a->be->sync();
         rs->seconds_finish[i] = sp_clock_seconds() - t0;
         rs->peak_finish_mib[i] = take_peak_mib(a->be, rs);
@@ -308,13 +326,14 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet, double t_star
     a->pass = NULL;
     sp_pass_free(&pass);
     if (st == SP_OK)
-        st = record_run(a, rs, seconds_input, sp_clock_seconds() - t_start, quiet);
+        st = record_run(a, rs, seconds_load, seconds_input, sp_clock_seconds() - a->t_start, quiet);
     return st;
 }
 
 sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int quiet)
 {
-    double t_start = sp_clock_seconds();
+    if (a->t_start <= 0)
+        a->t_start = sp_clock_seconds();
     int n = sp_n_analyzers;
     run_state rs = {.n = n, .list = sp_analyzers};
     rs.state = sp_calloc((size_t)n, sizeof *rs.state, "analyzer states");
@@ -326,7 +345,7 @@ sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int 
                                                                                                         : SP_ERR_NOMEM;
     if (st == SP_OK) {
         memcpy(rs.active, selected, (size_t)n);
-        st = execute(a, &rs, quiet, t_start);
+        st = execute(a, &rs, quiet);
     }
     if (rs.state)
         discard_all(&rs);
@@ -429,7 +448,7 @@ static char *options_json(const sp_analyze_job *job, const char *input_kind)
         return NULL;
     cJSON_AddStringToObject(o, "input", job->input);
     cJSON_AddStringToObject(o, "input_kind", input_kind);
-    cJSON_AddStringToObject(o, "device", job->backend ? job->backend->name : job->device ? job->device : "auto");
+    cJSON_AddStringToObject(o, "device", job->backend->name);
     if (job->tokens)
         cJSON_AddStringToObject(o, "tokens", job->tokens);
     else if (strcmp(input_kind, "activation dump") != 0)
@@ -457,8 +476,10 @@ static sp_status fit_batch(sp_analysis *a, int quiet)
     return SP_OK;
 }
 
+/* Runs the analyzers into the report, which joins outputs uncommitted; *report_tmp gets its
+ * temporary path. */
 static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *selected, const char *kind,
-                            loaded_input *in, sp_analysis *a)
+                            loaded_input *in, sp_analysis *a, sp_output_set *outputs, const char **report_tmp)
 {
     a->opts = &job->opts;
     a->batch = job->opts.batch < a->n_seqs ? job->opts.batch : a->n_seqs;
@@ -481,15 +502,36 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
     st = sp_analyze_record_train_state(a->report, &in->meta.train);
     if (st == SP_OK)
         st = sp_analyze_execute(a, selected, job->quiet);
+    if (st == SP_ERR_NUMERIC) /* the values of this input, not a fault of a file */
+        sp_error_context("%s", job->input);
     if (st != SP_OK) {
         sp_report_abort(a->report);
         return st;
     }
-    return sp_report_commit(a->report);
+    return sp_report_finish(a->report, outputs, report_tmp);
+}
+
+/* The report, its summary and the CSV tables appear together once all are written, or none does:
+ * a failed export leaves no new report, and whatever these paths held before stays. */
+static sp_status write_outputs(const sp_analyze_job *job, sp_output_set *outputs, const char *report_tmp)
+{
+    int n_files = 0;
+    if (job->csv_dir)
+        SP_TRY(sp_report_export_csv(report_tmp, job->csv_dir, outputs, &n_files));
+    SP_TRY(sp_output_set_commit(outputs));
+    if (job->quiet)
+        return SP_OK;
+    char *summary = sp_report_summary_path(job->out);
+    printf("wrote %s and %s\n", job->out, summary ? summary : "its summary");
+    free(summary);
+    if (job->csv_dir)
+        printf("wrote %d CSV tables into %s\n", n_files, job->csv_dir);
+    return SP_OK;
 }
 
 sp_status sp_analyze_run(const sp_analyze_job *given)
 {
+    const double t_start = sp_clock_seconds();
     SP_TRY(sp_analyze_options_validate(&given->opts, "analyze options"));
     sp_analyze_job resolved = *given, *job = &resolved; /* the options as resolved for the input */
     if (job->data && job->tokens)
@@ -505,8 +547,6 @@ sp_status sp_analyze_run(const sp_analyze_job *given)
     sp_status safe = sp_check_outputs(outputs, 2, inputs, 3);
     free(summary_path);
     SP_TRY(safe);
-    if (job->csv_dir)
-        SP_TRY(sp_csv_prepare_dir(job->csv_dir));
     char format[64] = SP_CKPT_FORMAT; /* a model directory or GGUF file is read as a checkpoint */
     if (sp_model_source_kind_of(job->input) == SP_SOURCE_CHECKPOINT)
         SP_TRY(input_format(job->input, format, sizeof format));
@@ -514,30 +554,30 @@ sp_status sp_analyze_run(const sp_analyze_job *given)
     if (!is_ckpt && !is_dump)
         return sp_error(SP_ERR_INPUT, "%s: format '%s' (expected %s or %s)", job->input, format, SP_CKPT_FORMAT,
                         SP_DUMP_FORMAT);
+    if (!job->backend) /* the report names the device that ran, never "auto" */
+        SP_TRY(sp_backend_select(job->device ? job->device : "auto", &job->backend));
     const sp_backend *be = job->backend;
-    if (!be)
-        SP_TRY(sp_backend_select(job->device ? job->device : "auto", &be));
     be->mem_reset_peak(); /* the run's peak: from loading the input on, not what the process held before */
+    int csv_dir_made = 0;
+    if (job->csv_dir)
+        SP_TRY(sp_make_output_dir(job->csv_dir, &csv_dir_made));
 
     loaded_input in = {0};
     sp_ckpt_meta_init(&in.meta);
     sp_analysis a;
+    sp_output_set written = {0};
+    const char *report_tmp = NULL;
     sp_status st = is_ckpt ? load_checkpoint(job, be, &in, &a) : load_dump(job, be, &in, &a);
+    a.t_start = t_start;
     if (st == SP_OK)
         st = run_loaded(job, selected,
                         is_ckpt ? sp_model_source_kind_name(sp_model_source_kind_of(job->input)) : "activation dump",
-                        &in, &a);
+                        &in, &a, &written, &report_tmp);
     loaded_free(&in);
-    SP_TRY(st);
-    char *summary = sp_report_summary_path(job->out);
-    if (!job->quiet)
-        printf("wrote %s and %s\n", job->out, summary ? summary : "its summary");
-    free(summary);
-    if (job->csv_dir) {
-        int n_files = 0;
-        SP_TRY(sp_report_export_csv(job->out, job->csv_dir, &n_files));
-        if (!job->quiet)
-            printf("wrote %d CSV tables into %s\n", n_files, job->csv_dir);
-    }
-    return SP_OK;
+    if (st == SP_OK)
+        st = write_outputs(job, &written, report_tmp);
+    sp_output_set_abort(&written); /* empty after a commit; else the temporary files */
+    if (st != SP_OK && csv_dir_made)
+        rmdir(job->csv_dir); /* the directory made for the tables, empty: a failed run leaves nothing */
+    return st;
 }

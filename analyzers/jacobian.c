@@ -53,16 +53,20 @@ static uint64_t run_seed(const sp_analysis *a, int kind, int l)
     return (uint64_t)a->opts->seed * 0x9E3779B97F4A7C15ull + (uint64_t)kind * 1000003u + (uint64_t)l;
 }
 
-/* The top k singular values of op from a random start, or refined from the start vectors in v
- * (when not NULL; they end as the final right singular vectors). */
-static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, int k, uint64_t seed, sp_real *v,
-                            double *sigma, double *iters)
+/* The top k singular values of op = d h_last / d h_first from a random start, or refined from the
+ * start vectors in v (when not NULL; they end as the final right singular vectors). */
+static sp_status top_values(const sp_analysis *a, jac_result *j, sp_linop *op, int first, int last, int k,
+                            uint64_t seed, sp_real *v, double *sigma, double *iters)
 {
     sp_linop_stats stats;
     const int max_iters = a->opts->power_iters;
     const double tol = a->opts->power_tol;
-    SP_TRY(v ? sp_linop_refine_singvals(op, k, max_iters, tol, seed, v, sigma, &stats)
-             : sp_linop_top_singvals(op, k, max_iters, tol, seed, sigma, &stats));
+    sp_status st = v ? sp_linop_refine_singvals(op, k, max_iters, tol, seed, v, sigma, &stats)
+                     : sp_linop_top_singvals(op, k, max_iters, tol, seed, sigma, &stats);
+    if (st != SP_OK) {
+        sp_error_context("d h_%d / d h_%d over the first %d tokens", last, first, j->T);
+        return st;
+    }
     *iters = stats.iters;
     j->not_converged += !stats.converged;
     return SP_OK;
@@ -114,7 +118,7 @@ static sp_status measure_end_to_end(const sp_analysis *a, jac_result *j, sp_bloc
         }
         sp_linop chain = sp_block_op_linop(op, l, j->L);
         if (st == SP_OK)
-            st = top_values(a, j, &chain, 1, run_seed(a, 2, l + 1), v, &j->e2e[l], &j->e2e_iters[l]);
+            st = top_values(a, j, &chain, l, j->L, 1, run_seed(a, 2, l + 1), v, &j->e2e[l], &j->e2e_iters[l]);
         step(j);
     }
     sp_real *all[] = {v, start};
@@ -146,7 +150,7 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
     sp_status st = SP_OK;
     for (int l = 0; l < j->L && st == SP_OK; l++) {
         sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        st = top_values(a, j, &block, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
+        st = top_values(a, j, &block, l, l + 1, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
         step(j);
     }
     if (st == SP_OK)
@@ -173,7 +177,7 @@ static sp_status measure_topk(const sp_analysis *a, jac_result *j)
     sp_status st = SP_OK;
     for (int l = 0; l < j->L && st == SP_OK; l++) {
         sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        st = top_values(a, j, &block, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k, &j->topk_iters[l]);
+        st = top_values(a, j, &block, l, l + 1, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k, &j->topk_iters[l]);
         step(j);
     }
     sp_block_op_free(&op);

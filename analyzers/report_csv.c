@@ -8,15 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/atomic.h"
-#include "io/dirs.h"
 #include "io/h5.h"
 #include "io/report.h"
-
-sp_status sp_csv_prepare_dir(const char *dir)
-{
-    return sp_make_dirs(dir);
-}
 
 /* A growing text buffer; a failed allocation sticks (failed = 1) and is reported once at the end. */
 typedef struct {
@@ -112,7 +105,8 @@ static void format_table(const sp_report_array *arr, const char *array_name, tex
     }
 }
 
-static sp_status write_table(sp_report_reader *rd, const char *analyzer, const char *array, const char *dir)
+static sp_status write_table(sp_report_reader *rd, const char *analyzer, const char *array, const char *dir,
+                             sp_output_set *set)
 {
     sp_report_array arr;
     SP_TRY(sp_report_read_array(rd, analyzer, array, &arr));
@@ -130,22 +124,20 @@ static sp_status write_table(sp_report_reader *rd, const char *analyzer, const c
         return sp_error(SP_ERR_NOMEM, "out of memory");
     }
     snprintf(path, n, "%s/%s.%s.csv", dir, analyzer, array);
-    sp_atomic_file af;
-    sp_status st = sp_atomic_begin(path, &af);
-    if (st == SP_OK) {
-        st = sp_atomic_write(&af, b.text ? b.text : "", b.len);
-        if (st == SP_OK)
-            st = sp_atomic_commit(&af);
-        else
-            sp_atomic_abort(&af);
-    }
+    sp_atomic_file *af;
+    sp_status st = sp_output_set_begin(set, path, &af);
+    if (st == SP_OK)
+        st = sp_atomic_write(af, b.text ? b.text : "", b.len);
+    if (st == SP_OK)
+        st = sp_atomic_flush(af); /* its descriptor closed: a report may have hundreds of arrays */
     free(path);
     free(b.text);
     return st;
 }
 
 /* Exports every array of one analyzer group. */
-static sp_status export_group(hid_t metrics, sp_report_reader *rd, const char *analyzer, const char *dir, int *n_files)
+static sp_status export_group(hid_t metrics, sp_report_reader *rd, const char *analyzer, const char *dir,
+                              sp_output_set *set, int *n_files)
 {
     hid_t g;
     SP_TRY(sp_h5_open_group(metrics, analyzer, &g));
@@ -154,17 +146,16 @@ static sp_status export_group(hid_t metrics, sp_report_reader *rd, const char *a
     sp_status st = sp_h5_list(g, &arrays, &n);
     H5Gclose(g);
     for (int j = 0; j < n && st == SP_OK; j++) {
-        st = write_table(rd, analyzer, arrays[j], dir);
+        st = write_table(rd, analyzer, arrays[j], dir, set);
         *n_files += st == SP_OK;
     }
     sp_h5_list_free(arrays, n);
     return st;
 }
 
-sp_status sp_report_export_csv(const char *report_path, const char *dir, int *n_files)
+sp_status sp_report_export_csv(const char *report_path, const char *dir, sp_output_set *set, int *n_files)
 {
     *n_files = 0;
-    SP_TRY(sp_csv_prepare_dir(dir));
     sp_report_reader *rd = NULL;
     SP_TRY(sp_report_open(report_path, &rd)); /* validates every array first */
     hid_t file = -1, metrics = -1;
@@ -177,7 +168,7 @@ sp_status sp_report_export_csv(const char *report_path, const char *dir, int *n_
             st = sp_h5_list(metrics, &groups, &n);
     }
     for (int i = 0; i < n && st == SP_OK; i++)
-        st = export_group(metrics, rd, groups[i], dir, n_files);
+        st = export_group(metrics, rd, groups[i], dir, set, n_files);
     sp_h5_list_free(groups, n);
     if (metrics >= 0)
         H5Gclose(metrics);

@@ -9,11 +9,10 @@
 #define SP_REPORT_CSV_H
 
 #include "core/common.h"
+#include "io/output_set.h"
 
-/* Creates dir when missing (one level); SP_ERR_IO when it cannot be made or is not a directory. */
-sp_status sp_csv_prepare_dir(const char *dir);
-/* Writes every array of the report at report_path into dir (each file atomically); *n_files gets
- * the count. */
-sp_status sp_report_export_csv(const char *report_path, const char *dir, int *n_files);
+/* Writes every array of the report at report_path as a file of dir, added to set: nothing appears
+ * before the caller commits set (io/output_set.h). *n_files gets the count. */
+sp_status sp_report_export_csv(const char *report_path, const char *dir, sp_output_set *set, int *n_files);
 
 #endif

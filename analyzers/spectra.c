@@ -159,9 +159,13 @@ static sp_status write_stream(const sp_analysis *a, const spec_state *s, int k, 
     SP_TRY(sp_out_array(a, s->name, "n_tokens", k, 1, one, &n_d[0], "tokens", "[1]", "N, the tokens in the covariance"));
     SP_TRY(sp_out_array(a, s->name, "dim", k, 1, one, &n_d[1], "1", "[1]", "D, the side of the covariance"));
     const int below = n_tokens < 10 * (int64_t)D;
-    if (below)
-        fprintf(stderr, "analyze: warning: %s: N = %lld tokens is below 10 D = %lld: the rank estimates are capped by "
-                        "N - 1\n",
+    if (below && n_tokens - 1 < (int64_t)D)
+        fprintf(stderr, "analyze: warning: %s: N = %lld tokens: the covariance has rank at most N - 1 < D = %lld, so "
+                        "the normalized ranks cannot exceed (N - 1) / D = %.3g\n",
+                s->name, (long long)n_tokens, (long long)D, (double)(n_tokens - 1) / D);
+    else if (below) /* a sample covariance spreads its eigenvalues (Marchenko-Pastur): not a cap, a bias */
+        fprintf(stderr, "analyze: warning: %s: N = %lld tokens is below 10 D = %lld: with few samples per dimension "
+                        "the eigenvalues spread and the rank estimates are biased low\n",
                 s->name, (long long)n_tokens, 10 * (long long)D);
     SP_TRY(sp_out_scalar(a, s->name, "soft_rank_mean", k, mean_of(L, res->soft)));
     SP_TRY(sp_out_scalar(a, s->name, "hard_rank_mean", k, mean_of(L, res->hard)));

@@ -99,15 +99,7 @@ sp_status sp_check_write_junit(const char *path, const char *report_path, const 
         free(xml);
         return sp_error(SP_ERR_NOMEM, "%s: out of memory building the JUnit XML", path);
     }
-    sp_atomic_file af;
-    sp_status st = sp_atomic_begin(path, &af);
-    if (st == SP_OK) {
-        st = sp_atomic_write(&af, xml, len);
-        if (st == SP_OK)
-            st = sp_atomic_commit(&af);
-        else
-            sp_atomic_abort(&af);
-    }
+    sp_status st = sp_atomic_write_file(path, xml, len);
     free(xml);
     return st;
 }

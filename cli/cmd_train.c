@@ -14,9 +14,9 @@ static void print_help(void)
            "decay, writing checkpoints and a training log into DIR (docs/training.md).\n\n"
            "run options:\n"
            "  --out DIR          output directory (created when missing; must hold no checkpoint)\n"
-           "  --resume DIR       continue the run in DIR from its newest valid checkpoint; its options come\n"
-           "                     from the checkpoint, and only --steps/--tokens (to extend it) and --device\n"
-           "                     may differ\n"
+           "  --resume DIR       continue the run in DIR from its newest valid checkpoint (before the first one:\n"
+           "                     from step 0); its options come from the checkpoint (or DIR/train_options.json),\n"
+           "                     and only --steps/--tokens (to extend it) and --device may differ\n"
            "  --config FILE      JSON object of model and training keys (the names below, with '_');\n"
            "                     options on the command line override it\n\n");
     sp_train_options def;
@@ -25,7 +25,8 @@ static void print_help(void)
     printf("\n");
     sp_cli_print_config_help();
     printf("\noutput in DIR: ckpt_<step>.h5 (the newest --keep), trainlog.h5 (format spanprobe-trainlog),\n"
-           "trainlog.csv; progress on stderr; the final validation loss next to the unigram entropy on stdout.\n"
+           "trainlog.csv, train_options.json (the options, for a resume before the first checkpoint);\n"
+           "progress on stderr; the final validation loss next to the unigram entropy on stdout.\n"
            "exit codes: 0 done, 2 bad option, 3 bad input, 5 I/O error, 6 training diverged (recorded in the\n"
            "log and the last checkpoint), 8 out of memory (docs/cli.md)\n");
 }
@@ -33,19 +34,33 @@ static void print_help(void)
 /* Fields a resumed run may change: the length of the run and where it computes. */
 static const char *const resume_may_change[] = {"steps", "tokens", "device", NULL};
 
-/* Loads the options of the run being resumed from its newest checkpoint into cfg and opt. */
+/* Loads the options of the run being resumed into cfg and opt (train.h, "Resume from any moment"):
+ * from its newest checkpoint (*ckpt, *step), else from its train_options.json (*ckpt "", step 0);
+ * *stored = 0 when it was stopped before it wrote anything: then the defaults, which the command
+ * line completes as for a fresh run. */
 static sp_status load_resumed_options(const char *dir, char *ckpt, size_t len, sp_config *cfg,
-                                      sp_train_options *opt, int64_t *step)
+                                      sp_train_options *opt, int64_t *step, int *stored)
 {
-    sp_ckpt_meta meta;
-    SP_TRY(sp_train_latest_checkpoint(dir, ckpt, len, &meta));
-    char where[4200];
-    snprintf(where, sizeof where, "%s: /train/options_json", ckpt);
+    char *json;
+    SP_TRY(sp_train_find_resume(dir, ckpt, len, &json, step));
     sp_config_defaults(cfg);
     sp_train_options_defaults(opt);
-    sp_status st = sp_train_options_from_json(meta.train.options_json, where, cfg, opt);
-    *step = meta.train.step;
-    sp_ckpt_meta_free(&meta);
+    *stored = json != NULL;
+    if (!json) {
+        fprintf(stderr, "spanprobe train: %s: the run stopped before it wrote anything: starting it at step 0 with the "
+                "options on this command line\n", dir);
+        return SP_OK;
+    }
+    char where[4200];
+    if (ckpt[0])
+        snprintf(where, sizeof where, "%s: /train/options_json", ckpt);
+    else
+        snprintf(where, sizeof where, "%s/%s", dir, SP_TRAIN_OPTIONS_NAME);
+    sp_status st = sp_train_options_from_json(json, where, cfg, opt);
+    free(json);
+    if (st == SP_OK && !ckpt[0])
+        fprintf(stderr, "spanprobe train: %s: no checkpoint yet: starting the run again at step 0 with its options (%s)\n",
+                dir, SP_TRAIN_OPTIONS_NAME);
     return st;
 }
 
@@ -103,8 +118,9 @@ static sp_status run(int argc, char **argv, unsigned char *consumed)
     sp_train_options opt0, opt;
     char ckpt[4096];
     int64_t step = 0;
+    int stored = 0; /* the resumed run's options are on disk: the command line must agree with them */
     if (resume) {
-        SP_TRY(load_resumed_options(resume, ckpt, sizeof ckpt, &cfg0, &opt0, &step));
+        SP_TRY(load_resumed_options(resume, ckpt, sizeof ckpt, &cfg0, &opt0, &step, &stored));
         cfg = cfg0;
         opt = opt0;
     } else {
@@ -112,9 +128,9 @@ static sp_status run(int argc, char **argv, unsigned char *consumed)
         sp_train_options_defaults(&opt);
     }
     SP_TRY(parse_options(argc, argv, consumed, &cfg, &opt));
-    if (resume)
+    if (stored)
         SP_TRY(check_resume(&cfg0, &opt0, &cfg, &opt, step));
-    return sp_train_run(&cfg, &opt, resume ? resume : out, resume ? ckpt : NULL);
+    return sp_train_run(&cfg, &opt, resume ? resume : out, resume && ckpt[0] ? ckpt : NULL);
 }
 
 int sp_cmd_train(int argc, char **argv)

@@ -1,4 +1,5 @@
 /* spanprobe: probes whether a Transformer's depth is working. See README.md and docs/cli.md. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,20 @@ static void print_help(void)
            "            6 training diverged, 7 check or compare failed, 8 out of memory (docs/cli.md)\n");
 }
 
+/* A command that succeeded but whose standard output could not be written (a full disk under
+ * `> FILE`) has failed: exit 5 with one line. A failure it already reported keeps its code. */
+static int check_stdout(const char *command, int status)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    if (status != SP_OK)
+        return status;
+    fprintf(stderr, "spanprobe %s: stdout: write failed: %s\n", command,
+            strerror(errno ? errno : EIO));
+    return SP_ERR_IO;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -50,7 +65,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return check_stdout(commands[i].name, commands[i].run(argc - 1, argv + 1));
     char name[256];
     sp_escape_controls(argv[1], name, sizeof name);
     fprintf(stderr, "spanprobe: unknown command '%s' (see spanprobe --help)\n", name);

@@ -44,6 +44,19 @@ sp_status sp_error(sp_status code, const char *fmt, ...)
     return code;
 }
 
+void sp_error_context(const char *fmt, ...)
+{
+    if (error_code == SP_OK)
+        return;
+    char context[512], raw[sizeof error_message + sizeof context + 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    snprintf(raw, sizeof raw, "%s: %s", context, error_message);
+    sp_escape_controls(raw, error_message, sizeof error_message);
+}
+
 const char *sp_error_message(void) { return error_code == SP_OK ? "" : error_message; }
 sp_status sp_error_code(void) { return error_code; }
 

@@ -45,6 +45,9 @@ sp_status sp_error(sp_status code, const char *fmt, ...) __attribute__((format(p
  * what error messages and warnings do with names that come from files or the command line. */
 void sp_escape_controls(const char *in, char *out, size_t len);
 const char *sp_error_message(void);
+/* Puts "<context>: " before the message of the error already set (nothing when none is): the
+ * caller that knows which file, analyzer or block failed says so. */
+void sp_error_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 sp_status sp_error_code(void);
 void sp_error_clear(void);
 

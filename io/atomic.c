@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/staging_dir.h"
+
 /* The directory part of path ("." when it has none); malloc'ed. */
 static char *dir_of(const char *path)
 {
@@ -21,25 +23,38 @@ static char *dir_of(const char *path)
     return strndup(path, (size_t)(slash - path));
 }
 
-/* Removes the temporary files in dir that a process which no longer exists left behind (killed
- * mid-write): names "<anything>.tmp.<pid>.XXXXXX", the form sp_atomic_begin writes. A live
- * writer's files, and anything else, are left alone. */
-static void remove_stale(const char *dir)
+long sp_atomic_temporary_pid(const char *name)
+{
+    const char *tag = strstr(name, ".tmp.");
+    char *end = NULL;
+    long pid = tag ? strtol(tag + 5, &end, 10) : 0;
+    return pid > 0 && end && *end == '.' && strlen(end + 1) == 6 ? pid : 0;
+}
+
+void sp_atomic_destination(const char *path, char *buf, size_t len)
+{
+    const char *tag = NULL;
+    for (const char *p = strstr(path, ".tmp."); p; p = strstr(p + 1, ".tmp."))
+        tag = p; /* the last one: a directory's name may hold ".tmp." too */
+    size_t keep = tag && sp_atomic_temporary_pid(tag) ? (size_t)(tag - path) : strlen(path);
+    snprintf(buf, len, "%.*s", (int)keep, path);
+}
+
+void sp_atomic_remove_stale(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
         return;
     for (struct dirent *e; (e = readdir(d));) {
-        const char *tag = strstr(e->d_name, ".tmp.");
-        char *end = NULL;
-        long pid = tag ? strtol(tag + 5, &end, 10) : 0;
-        if (pid <= 0 || !end || *end != '.' || strlen(end + 1) != 6 || pid == (long)getpid())
+        long pid = sp_atomic_temporary_pid(e->d_name);
+        if (pid == 0 || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char path[4352];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
-            unlink(path);
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path && unlink(path) != 0 &&
+            (errno == EISDIR || errno == EPERM))
+            sp_staging_dir_remove(path);
     }
     closedir(d);
 }
@@ -73,7 +88,7 @@ sp_status sp_atomic_begin(const char *path, sp_atomic_file *af)
     }
     /* the writer's pid in the name tells a later writer whether the file is stale */
     snprintf(af->tmp_path, n, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
-    remove_stale(dir);
+    sp_atomic_remove_stale(dir);
     af->fd = mkstemp(af->tmp_path);
     if (af->fd < 0) {
         int err = errno;
@@ -105,15 +120,24 @@ sp_status sp_atomic_write(sp_atomic_file *af, const void *buf, size_t len)
     return SP_OK;
 }
 
-sp_status sp_atomic_commit(sp_atomic_file *af)
+sp_status sp_atomic_flush(sp_atomic_file *af)
 {
-    if (fsync(af->fd) != 0 || close(af->fd) != 0) {
-        af->fd = -1;
-        sp_error(SP_ERR_IO, "%s: cannot flush to disk: %s", af->path, strerror(errno));
+    if (af->fd < 0)
+        return SP_OK; /* flushed before */
+    int err = fsync(af->fd) != 0 ? errno : 0;
+    if (close(af->fd) != 0 && !err)
+        err = errno;
+    af->fd = -1;
+    if (err) {
+        sp_error(SP_ERR_IO, "%s: cannot flush to disk: %s", af->path, strerror(err));
         sp_atomic_abort(af);
         return SP_ERR_IO;
     }
-    af->fd = -1;
+    return SP_OK;
+}
+
+sp_status sp_atomic_publish(sp_atomic_file *af)
+{
     if (rename(af->tmp_path, af->path) != 0) {
         sp_error(SP_ERR_IO, "%s: cannot rename the temporary file into place: %s", af->path, strerror(errno));
         sp_atomic_abort(af);
@@ -131,9 +155,27 @@ sp_status sp_atomic_commit(sp_atomic_file *af)
     return SP_OK;
 }
 
+sp_status sp_atomic_commit(sp_atomic_file *af)
+{
+    SP_TRY(sp_atomic_flush(af));
+    return sp_atomic_publish(af);
+}
+
 void sp_atomic_abort(sp_atomic_file *af)
 {
     if (af->tmp_path)
         unlink(af->tmp_path);
     release(af);
+}
+
+sp_status sp_atomic_write_file(const char *path, const void *buf, size_t len)
+{
+    sp_atomic_file af;
+    SP_TRY(sp_atomic_begin(path, &af));
+    sp_status st = sp_atomic_write(&af, buf, len);
+    if (st != SP_OK) {
+        sp_atomic_abort(&af);
+        return st;
+    }
+    return sp_atomic_commit(&af);
 }

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/atomic.h"
 #include "io/h5.h"
 #include "io/hf_tokenizer.h"
 
@@ -220,20 +219,24 @@ static sp_status write_contents(hid_t file, const sp_model *m, const sp_ckpt_met
     return SP_OK;
 }
 
+sp_status sp_ckpt_write_into(sp_atomic_file *af, const sp_model *m, const sp_ckpt_meta *meta, sp_real *const *adam_m,
+                             sp_real *const *adam_v)
+{
+    hid_t file;
+    SP_TRY(sp_h5_create(af->tmp_path, &file));
+    sp_status st = write_contents(file, m, meta, adam_m, adam_v);
+    if (st == SP_OK)
+        return sp_h5_close_written(file);
+    sp_h5_discard(file);
+    return st;
+}
+
 sp_status sp_ckpt_write(const char *path, const sp_model *m, const sp_ckpt_meta *meta, sp_real *const *adam_m,
                         sp_real *const *adam_v)
 {
     sp_atomic_file af;
     SP_TRY(sp_atomic_begin(path, &af));
-    hid_t file;
-    sp_status st = sp_h5_create(af.tmp_path, &file);
-    if (st == SP_OK) {
-        st = write_contents(file, m, meta, adam_m, adam_v);
-        if (st == SP_OK)
-            st = sp_h5_close_written(file);
-        else
-            sp_h5_discard(file);
-    }
+    sp_status st = sp_ckpt_write_into(&af, m, meta, adam_m, adam_v);
     if (st != SP_OK) {
         sp_atomic_abort(&af);
         return st;

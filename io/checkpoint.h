@@ -14,6 +14,7 @@
 #define SP_CHECKPOINT_H
 
 #include "core/config.h"
+#include "io/atomic.h"
 #include "io/tokenizer.h"
 #include "model/model.h"
 
@@ -50,6 +51,10 @@ void sp_ckpt_meta_free(sp_ckpt_meta *meta);
  * parameter each) with meta. Atomic. */
 sp_status sp_ckpt_write(const char *path, const sp_model *m, const sp_ckpt_meta *meta, sp_real *const *adam_m,
                         sp_real *const *adam_v);
+/* The same into the temporary file of af, left uncommitted (several files committed together:
+ * io/output_set.h). */
+sp_status sp_ckpt_write_into(sp_atomic_file *af, const sp_model *m, const sp_ckpt_meta *meta, sp_real *const *adam_m,
+                             sp_real *const *adam_v);
 /* Reads and validates meta only (config, tokenizer, provenance, training state). */
 sp_status sp_ckpt_read_meta(const char *path, sp_ckpt_meta *meta);
 /* Reads meta, creates the model on `be` and loads every parameter, rejecting NaN/Inf. */

@@ -12,7 +12,7 @@ sp_status sp_dir_lock(const char *dir, const char *command, int *fd)
 {
     *fd = -1;
     char path[4200];
-    if (snprintf(path, sizeof path, "%s/.spanprobe.lock", dir) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/%s", dir, SP_DIR_LOCK_NAME) >= (int)sizeof path)
         return sp_error(SP_ERR_USAGE, "%s: path too long", dir);
     int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock < 0)

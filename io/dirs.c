@@ -27,6 +27,13 @@ sp_status sp_make_dirs(const char *path)
     }
 }
 
+sp_status sp_make_output_dir(const char *path, int *made)
+{
+    struct stat st;
+    *made = stat(path, &st) != 0;
+    return sp_make_dirs(path);
+}
+
 sp_status sp_check_not_in_dir(const char *path, const char *dir, const char *what)
 {
     struct stat out;

@@ -1,6 +1,7 @@
 #include "io/h5.h"
 
 #include "core/input_file.h"
+#include "io/atomic.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -158,12 +159,14 @@ void sp_h5_discard(hid_t file)
         H5Fclose(file);
 }
 
-/* Writes len bytes to path (truncating it). */
+/* Writes len bytes to path (truncating it); messages name the file path stands for. */
 static sp_status write_image(const char *path, const void *data, size_t len)
 {
+    char shown[4096];
+    sp_atomic_destination(path, shown, sizeof shown);
     int fd = open(path, O_WRONLY | O_TRUNC);
     if (fd < 0)
-        return sp_error(SP_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        return sp_error(SP_ERR_IO, "%s: cannot open for writing: %s", shown, strerror(errno));
     const char *p = data;
     while (len > 0) {
         ssize_t done = write(fd, p, len);
@@ -172,13 +175,13 @@ static sp_status write_image(const char *path, const void *data, size_t len)
         if (done <= 0) {
             int err = done < 0 ? errno : EIO;
             close(fd);
-            return sp_error(SP_ERR_IO, "%s: write failed: %s", path, strerror(err));
+            return sp_error(SP_ERR_IO, "%s: write failed: %s", shown, strerror(err));
         }
         p += done;
         len -= (size_t)done;
     }
     if (close(fd) != 0)
-        return sp_error(SP_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        return sp_error(SP_ERR_IO, "%s: write failed: %s", shown, strerror(errno));
     return SP_OK;
 }
 

@@ -148,7 +148,7 @@ static sp_status vet_dataset(hid_t dset)
         goto done;
     }
     if (declared > budget) {
-        st = sp_error(SP_ERR_INPUT, "%s: declares %.3g GiB of data, over the reading budget of %.3g GiB%s", where,
+        st = sp_error(SP_ERR_NOMEM, "%s: declares %.3g GiB of data, over the reading budget of %.3g GiB%s", where,
                       declared / 1073741824.0, budget / 1073741824.0, sp_read_budget_hint());
         goto done;
     }

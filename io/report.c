@@ -7,10 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/sha256.h"
-#include "io/atomic.h"
 #include "io/file_read.h"
 #include "io/h5.h"
 #include "io/model_source.h"
@@ -221,7 +219,7 @@ sp_status sp_report_skip(sp_report *r, const char *analyzer, const char *reason)
     return SP_OK;
 }
 
-sp_status sp_report_commit(sp_report *r)
+sp_status sp_report_finish(sp_report *r, sp_output_set *set, const char **h5_tmp_path)
 {
     sp_status st = sp_h5_close_written(r->file);
     r->file = -1;
@@ -233,21 +231,25 @@ sp_status sp_report_commit(sp_report *r)
     if (st == SP_OK)
         st = sp_atomic_write(&r->json, "\n", 1);
     free(text);
+    if (h5_tmp_path)
+        *h5_tmp_path = r->h5.tmp_path; /* the string moves into the set with the file */
+    if (st == SP_OK)
+        st = sp_output_set_adopt(set, &r->h5);
+    if (st == SP_OK)
+        st = sp_output_set_adopt(set, &r->json);
+    sp_report_abort(r); /* releases what is left: the adopted files are empty */
+    return st;
+}
+
+sp_status sp_report_commit(sp_report *r)
+{
+    sp_output_set set = {0};
+    sp_status st = sp_report_finish(r, &set, NULL);
     if (st != SP_OK) {
-        sp_report_abort(r);
+        sp_output_set_abort(&set);
         return st;
     }
-    char *h5_path = strdup(r->h5.path);
-    st = sp_atomic_commit(&r->h5);
-    if (st == SP_OK) {
-        st = sp_atomic_commit(&r->json);
-        /* never leave a report without its summary */
-        if (st != SP_OK && h5_path)
-            unlink(h5_path);
-    }
-    free(h5_path);
-    sp_report_abort(r); /* releases what is left: both atomic files are already released */
-    return st;
+    return sp_output_set_commit(&set);
 }
 
 /* ---- reader ---- */

@@ -22,6 +22,7 @@
 #define SP_REPORT_H
 
 #include "core/common.h"
+#include "io/output_set.h"
 
 #define SP_REPORT_FORMAT "spanprobe-report"
 #define SP_REPORT_VERSION_MAJOR 1
@@ -56,6 +57,10 @@ sp_status sp_report_set_scalar(sp_report *r, const char *analyzer, const char *k
 sp_status sp_report_skip(sp_report *r, const char *analyzer, const char *reason);
 /* Writes the summary and renames both files into place; frees r whatever the outcome. */
 sp_status sp_report_commit(sp_report *r);
+/* Writes both files under their temporary names and adds them to set, to appear with the other
+ * files of set (io/output_set.h); frees r whatever the outcome. *h5_tmp_path (may be NULL) gets the
+ * report's temporary path, readable until set is committed or aborted. */
+sp_status sp_report_finish(sp_report *r, sp_output_set *set, const char **h5_tmp_path);
 /* Removes the temporary files and frees r (NULL is fine). */
 void sp_report_abort(sp_report *r);
 /* The summary path of a report path (caller frees). */

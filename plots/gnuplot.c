@@ -91,20 +91,36 @@ static sp_status run_child(const char *dir, const char *script, const char *expr
     return SP_OK;
 }
 
-/* The image at path starts with its format's signature. */
-static int image_ok(const char *path, const char *fmt)
+typedef enum { IMAGE_OK, IMAGE_INVALID, IMAGE_TRUNCATED } image_check;
+
+/* Whether the image at path starts with its format's signature and ends as its format ends: gnuplot
+ * exits 0 after a failed write (a full disk), leaving a cut file. */
+static image_check check_image(const char *path, const char *fmt)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return 0;
-    char head[512] = {0};
-    size_t n = fread(head, 1, sizeof head - 1, f);
+        return IMAGE_INVALID;
+    char head[512] = {0}, tail[65] = {0};
+    size_t n = fread(head, 1, sizeof head - 1, f), n_tail = 0;
+    if (fseek(f, -(long)(sizeof tail - 1), SEEK_END) == 0 || fseek(f, 0, SEEK_SET) == 0)
+        n_tail = fread(tail, 1, sizeof tail - 1, f);
     fclose(f);
-    if (strcmp(fmt, "png") == 0)
-        return n >= 8 && memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0;
-    if (strcmp(fmt, "pdf") == 0)
-        return n >= 5 && memcmp(head, "%PDF-", 5) == 0;
-    return n > 0 && strstr(head, "<svg") != NULL;
+    static const char png_end[] = "\0\0\0\0IEND\xae\x42\x60\x82"; /* the empty IEND chunk and its CRC */
+    if (strcmp(fmt, "png") == 0) {
+        if (n < 8 || memcmp(head, "\x89PNG\r\n\x1a\n", 8) != 0)
+            return IMAGE_INVALID;
+        return n_tail >= 12 && memcmp(tail + n_tail - 12, png_end, 12) == 0 ? IMAGE_OK : IMAGE_TRUNCATED;
+    }
+    for (size_t i = 0; i < n_tail; i++) /* the tail as text for strstr */
+        tail[i] = tail[i] ? tail[i] : ' ';
+    if (strcmp(fmt, "pdf") == 0) {
+        if (n < 5 || memcmp(head, "%PDF-", 5) != 0)
+            return IMAGE_INVALID;
+        return strstr(tail, "%%EOF") ? IMAGE_OK : IMAGE_TRUNCATED;
+    }
+    if (n == 0 || !strstr(head, "<svg"))
+        return IMAGE_INVALID;
+    return strstr(tail, "</svg>") ? IMAGE_OK : IMAGE_TRUNCATED;
 }
 
 sp_status sp_gnuplot_render(const char *dir, const char *script, const char *base, const char *fmt)
@@ -129,8 +145,13 @@ sp_status sp_gnuplot_render(const char *dir, const char *script, const char *bas
         error_line(out, line, sizeof line);
         st = sp_error(SP_ERR_INTERNAL, "%s/%s: gnuplot failed (exit %d) drawing %s: %s", dir, script, status,
                       final_path, line);
-    } else if (st == SP_OK && !image_ok(tmp_path, fmt))
+    }
+    image_check image = st == SP_OK ? check_image(tmp_path, fmt) : IMAGE_OK;
+    if (image == IMAGE_INVALID)
         st = sp_error(SP_ERR_INTERNAL, "%s/%s: gnuplot wrote no valid %s image for %s", dir, script, fmt, final_path);
+    else if (image == IMAGE_TRUNCATED)
+        st = sp_error(SP_ERR_IO, "%s: gnuplot's %s image is cut short: its write failed (is the disk full?)", final_path,
+                      fmt);
     if (st == SP_OK && rename(tmp_path, final_path) != 0)
         st = sp_error(SP_ERR_IO, "%s: cannot rename the image into place: %s", final_path, strerror(errno));
     if (st != SP_OK)

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/dirs.h"
+#include "io/staging_dir.h"
 #include "plots/figure.h"
 #include "plots/gnuplot.h"
 #include "plots/templates.h"
@@ -87,22 +89,24 @@ static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c,
     return sp_text_status(script, fig->id);
 }
 
-static sp_status write_and_draw(const sp_plot_figure *fig, const sp_plot_ctx *c, const sp_plot_options *opt)
+/* Writes the figure's data and script into dir and draws it there. */
+static sp_status write_and_draw(const sp_plot_figure *fig, const sp_plot_ctx *c, const sp_plot_options *opt,
+                                const char *dir)
 {
     char path[4200], script_name[256];
     sp_text script = {0};
     sp_status st = compose_script(fig, c, opt, &script);
-    snprintf(path, sizeof path, "%s/%s.dat", opt->out_dir, fig->id);
+    snprintf(path, sizeof path, "%s/%s.dat", dir, fig->id);
     if (st == SP_OK)
         st = sp_text_write_file(&c->data, path);
-    snprintf(path, sizeof path, "%s/%s.gp", opt->out_dir, fig->id);
+    snprintf(path, sizeof path, "%s/%s.gp", dir, fig->id);
     if (st == SP_OK)
         st = sp_text_write_file(&script, path);
     sp_text_free(&script);
     snprintf(script_name, sizeof script_name, "%s.gp", fig->id);
     for (int f = 0; f < N_FORMATS && st == SP_OK; f++)
         if (opt->formats & (1u << f))
-            st = sp_gnuplot_render(opt->out_dir, script_name, fig->id, format_names[f]);
+            st = sp_gnuplot_render(dir, script_name, fig->id, format_names[f]);
     return st;
 }
 
@@ -113,8 +117,9 @@ static void ctx_free(sp_plot_ctx *c)
     free(c->runs);
 }
 
+/* Draws the figure into stage, the staging directory of opt->out_dir. */
 static sp_status draw_figure(const sp_plot_figure *fig, const sp_plot_inputs *in, const sp_plot_options *opt,
-                             sp_plot_result *res)
+                             const char *stage, sp_plot_result *res)
 {
     sp_plot_ctx c = {.in = in, .id = fig->id};
     sp_plot_comment(&c, "%s: %s (spanprobe %s; drawn by %s.gp)", fig->id, fig->description, SP_VERSION, fig->id);
@@ -131,7 +136,7 @@ static sp_status draw_figure(const sp_plot_figure *fig, const sp_plot_inputs *in
         if (st == SP_OK)
             st = sp_text_status(&c.vars, fig->id);
         if (st == SP_OK)
-            st = write_and_draw(fig, &c, opt);
+            st = write_and_draw(fig, &c, opt, stage);
         if (st == SP_OK) {
             res->drawn++;
             if (!opt->quiet) {
@@ -166,10 +171,22 @@ sp_status sp_plot_run(int n_inputs, const char *const *inputs, const sp_plot_opt
     SP_TRY(select_figures(opt->only, selected));
     sp_plot_inputs in;
     SP_TRY(sp_plot_inputs_load(n_inputs, inputs, &in));
-    sp_status st = sp_make_dirs(opt->out_dir);
+    /* every figure is drawn into a staging directory and the files move into place together once all
+     * are drawn: a failure (a full disk) leaves the directory as it was */
+    char stage[4200] = "";
+    int made;
+    sp_status st = sp_make_output_dir(opt->out_dir, &made);
+    if (st == SP_OK)
+        st = sp_staging_dir_begin(opt->out_dir, stage, sizeof stage);
     for (int i = 0; i < sp_plot_n_figures && st == SP_OK; i++)
         if (selected[i])
-            st = draw_figure(&sp_plot_figures[i], &in, opt, &res);
+            st = draw_figure(&sp_plot_figures[i], &in, opt, stage, &res);
+    if (st == SP_OK)
+        st = sp_staging_dir_commit(stage, opt->out_dir);
+    else if (stage[0])
+        sp_staging_dir_remove(stage);
+    if (st != SP_OK && made)
+        rmdir(opt->out_dir);
     sp_plot_inputs_free(&in);
     if (st == SP_OK && !opt->quiet)
         printf("plot: %d figure%s drawn in %s, %d skipped\n", res.drawn, res.drawn == 1 ? "" : "s", opt->out_dir,

@@ -5,8 +5,9 @@
  * data, commented), <id>.gp (a self-contained gnuplot script: the figure's variables, the shared
  * styles and its template) and the images <id>.<fmt>, drawn by running gnuplot on that script, so
  * `gnuplot -e 'fmt="pdf"' <id>.gp` redraws it. A figure whose data no input holds is skipped with
- * a one-line note on stderr; an image appears only when gnuplot succeeded (it is written under a
- * temporary name first). */
+ * a one-line note on stderr. Every file is drawn into a staging directory inside the output
+ * directory and moved into place once all figures are drawn (io/staging_dir.h): a failure (a full
+ * disk) leaves the output directory as it was. */
 #ifndef SP_PLOT_H
 #define SP_PLOT_H
 

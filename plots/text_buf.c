@@ -63,12 +63,5 @@ void sp_text_free(sp_text *t)
 sp_status sp_text_write_file(const sp_text *t, const char *path)
 {
     SP_TRY(sp_text_status(t, path));
-    sp_atomic_file af;
-    SP_TRY(sp_atomic_begin(path, &af));
-    sp_status st = sp_atomic_write(&af, sp_text_str(t), t->len);
-    if (st != SP_OK) {
-        sp_atomic_abort(&af);
-        return st;
-    }
-    return sp_atomic_commit(&af);
+    return sp_atomic_write_file(path, sp_text_str(t), t->len);
 }

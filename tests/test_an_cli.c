@@ -84,6 +84,7 @@ static void test_checkpoint(void **state)
            &out);
     assert_non_null(strstr(out, "peak memory"));
     assert_non_null(strstr(out, "forward passes"));
+    assert_non_null(strstr(out, "input: load, hash, check"));
     assert_non_null(strstr(out, "MiB of activations for a pass of 4 x 8 tokens"));
     free(out);
 
@@ -106,7 +107,12 @@ static void test_checkpoint(void **state)
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "jac_seq")->valueint, 64);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "prune_seqs")->valueint, 0);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(opts, "data")->valuestring, f->text);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(opts, "device")->valuestring, "cpu");
     assert_true(report_view_scalar(&v, "run", "peak_rss_mib") > 0);
+    /* the total counts loading and hashing the input */
+    assert_true(report_view_scalar(&v, "run", "seconds_load") > 0);
+    assert_true(report_view_scalar(&v, "run", "seconds_total") >=
+                report_view_scalar(&v, "run", "seconds_load") + report_view_scalar(&v, "run", "seconds_input"));
     assert_true(report_view_scalar(&v, "run", "weights_mib") > 0);
     assert_true(report_view_scalar(&v, "run", "activations_mib") > 0);
     assert_int_equal((int)report_view_scalar(&v, "run", "n_tokens"), 48);
@@ -224,8 +230,10 @@ static void test_memory_budget(void **state)
     assert_true(capped < small);
     char report[4200], *err = NULL;
     scratch_path(report, sizeof report, "memory_refused.h5");
+    /* 21 KB: above the largest weight array (the 16 KiB embedding: smaller budgets refuse reading it,
+     * exit 8 too), below two sequences' activations */
     cli_expect_exit(8, (const char *[]){"analyze", f->ckpt, "--out", report, "--data", f->text, "--seq", "8",
-                                        "--device", "cpu", "--max-memory-gib", "1e-7", NULL},
+                                        "--device", "cpu", "--max-memory-gib", "2e-5", NULL},
                     NULL, &err);
     assert_non_null(strstr(err, "more than half of --max-memory-gib"));
     assert_int_equal(access(report, F_OK), -1);
@@ -350,6 +358,24 @@ static void expect_failure(const char *const *args, int code, const char *report
     assert_int_equal(scratch_count_entries("*.tmp.*"), 0);
 }
 
+/* A run on the device chosen by "auto" records the device that ran (cpu or cuda). */
+static void test_device_recorded(void **state)
+{
+    const fixture *f = need_fixture(state);
+    char report[4200];
+    scratch_path(report, sizeof report, "auto_device.h5");
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", report, "--tokens", f->ids, "--seq", "8", "--metrics", "growth",
+                            "--quiet", NULL},
+           NULL);
+    report_view v;
+    report_view_open(&v, report);
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "input"), "options");
+    const char *device = cJSON_GetObjectItemCaseSensitive(opts, "device")->valuestring;
+    if (strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0)
+        fail_msg("options.device is \"%s\" (expected the device that ran)", device);
+    report_view_close(&v);
+}
+
 static void test_bad_options(void **state)
 {
     fixture *f = need_fixture(state);
@@ -441,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_stream_batch),
         cmocka_unit_test(test_model_batch),
+        cmocka_unit_test(test_device_recorded),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_help),

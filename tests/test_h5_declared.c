@@ -4,7 +4,8 @@
  *   in a checkpoint beside its weights or in place of one) are refused at once by every reader,
  *   exit 3 with one line naming the dataset, instead of reading fill values for hours;
  * - a compression bomb (hundreds of MiB of deflated zeros in a few hundred KiB) is read where the
- *   budget allows it and refused, before anything is allocated, under --max-memory-gib;
+ *   budget allows it and refused under --max-memory-gib before anything is allocated (exit 8, the
+ *   out-of-memory code, with the sizes);
  * - what spanprobe writes itself stays readable (the same rule on real files). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,7 +107,7 @@ static void test_compression_bomb_within_budget_only(void **state)
     scratch_path(report, sizeof report, "bomb_report.h5");
     /* 64 rows of 2^20 zeros: 256 MiB of data in a few hundred KiB of file */
     const char *bomb = edited_copy(f, "declared_bomb.h5", "/extra/bomb", 64, 1 << 20, 64);
-    expect(3,
+    expect(8,
            (const char *[]){"analyze", bomb, "--tokens", f->ids, "--seq", "8", "--out", report, "--max-memory-gib", "0.1",
                             "--quiet", NULL},
            "over the reading budget of 0.1 GiB (raise --max-memory-gib)");

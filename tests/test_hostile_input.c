@@ -12,7 +12,9 @@
  * - JSON configs are held to the command line's rules: a fractional integer or a string longer than
  *   its field is refused (exit 3), never rounded or cut;
  * - a checkpoint whose activations overflow float32 (finite weights of 3e38) is no dump of Inf with
- *   exit 0 but exit 4 naming the array, layer and token, with nothing written;
+ *   exit 0 but exit 4 naming the array, layer and token, with nothing written; one whose Jacobian
+ *   products overflow (a single steep path through a block) is exit 4 naming the checkpoint, the
+ *   analyzer and the Jacobian (which blocks, how many tokens);
  * - one writer per directory: a second `train` on a directory being trained exits 2 naming the
  *   holder's pid; once the first is killed (SIGKILL, no cleanup) the directory is free again;
  * - temporary files of writers that no longer run are removed by the next write to their
@@ -234,6 +236,23 @@ static void test_dump_overflow(void **state)
     assert_int_equal(scratch_count_entries("*.tmp.*"), 0);
 }
 
+static void test_jacobian_overflow_named(void **state)
+{
+    fixture *f = need(state);
+    char steep[4200], out[4200];
+    scratch_path(steep, sizeof steep, "steep.h5");
+    scratch_path(out, sizeof out, "steep_report.h5");
+    h5_edit_copy(f->ckpt, steep);
+    /* one path through block 0's FFN with gain 1e38: the forward pass stays finite, J V does not */
+    h5_edit_poison(steep, "/params/blocks/0/ffn/w1", 1, 1e19);
+    h5_edit_poison(steep, "/params/blocks/0/ffn/w2", 1, 1e19);
+    expect_quick_error(4,
+                       (const char *[]){"analyze", steep, "--tokens", f->ids, "--seq", "8", "--out", out, "--metrics",
+                                        "jacobian", "--device", "cpu", "--quiet", NULL},
+                       "steep.h5: jacobian: d h_1 / d h_0 over the first 8 tokens: ");
+    assert_false(scratch_file_exists(out));
+}
+
 static void test_train_directory_lock(void **state)
 {
     fixture *f = need(state);
@@ -324,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_hdf5_links),
         cmocka_unit_test(test_config_values_never_changed),
         cmocka_unit_test(test_dump_overflow),
+        cmocka_unit_test(test_jacobian_overflow_named),
         cmocka_unit_test(test_train_directory_lock),
         cmocka_unit_test(test_stale_temporaries_removed),
         cmocka_unit_test(test_messages_stay_one_line),

@@ -13,6 +13,8 @@
 
 #include "io/dir_lock.h"
 #include "io/dirs.h"
+#include "io/file_read.h"
+#include "io/output_set.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -41,7 +43,11 @@ typedef struct {
     double t_start, t_row;               /* wall clock at this process's first step and last row */
     int64_t step_start, tokens_row;      /* step at this process's start; tokens_seen at the last row */
     int tty;
-    int lock_fd; /* the out directory's lock (io/dir_lock.h) */
+    int lock_fd;                /* the out directory's lock (io/dir_lock.h) */
+    int writing;                /* this run has begun to write into the directory */
+    int options_record_existed; /* train_options.json was there before this run */
+    int has_checkpoint;         /* the directory holds a checkpoint of this run */
+    off_t csv_committed;        /* bytes of the CSV that the newest checkpoint's log holds */
 } sp_run;
 
 static double now_s(void)
@@ -134,6 +140,50 @@ sp_status sp_train_latest_checkpoint(const char *dir, char *path, size_t len, sp
                     dir);
 }
 
+/* dir holds nothing but a lock file and temporary files: what a run stopped before it wrote
+ * anything leaves (an unrelated directory holds other files). */
+static int holds_nothing(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int nothing = 1;
+    for (struct dirent *e; nothing && (e = readdir(d)) != NULL;)
+        nothing = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+                  strcmp(e->d_name, SP_DIR_LOCK_NAME) == 0 || sp_atomic_temporary_pid(e->d_name) != 0;
+    closedir(d);
+    return nothing;
+}
+
+sp_status sp_train_find_resume(const char *dir, char *ckpt, size_t len, char **options_json, int64_t *step)
+{
+    *options_json = NULL;
+    *step = 0;
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return sp_error(SP_ERR_INPUT, "%s: not a directory: no run to resume", dir);
+    sp_ckpt_meta meta;
+    if (sp_train_latest_checkpoint(dir, ckpt, len, &meta) == SP_OK) {
+        *step = meta.train.step;
+        *options_json = meta.train.options_json; /* taken over */
+        meta.train.options_json = NULL;
+        sp_ckpt_meta_free(&meta);
+        return SP_OK;
+    }
+    sp_error_clear();
+    ckpt[0] = '\0';
+    char path[4096];
+    join_path(path, sizeof path, dir, SP_TRAIN_OPTIONS_NAME);
+    if (access(path, F_OK) == 0) {
+        size_t size;
+        return sp_file_read_all(path, 1 << 20, (unsigned char **)options_json, &size);
+    }
+    if (holds_nothing(dir))
+        return SP_OK;
+    return sp_error(SP_ERR_INPUT, "%s: no run to resume (no checkpoint ckpt_<step>.h5 with a /train group, no %s)", dir,
+                    SP_TRAIN_OPTIONS_NAME);
+}
+
 /* Removes all but the newest `keep` checkpoints. */
 static sp_status prune_checkpoints(const char *dir, int keep)
 {
@@ -210,6 +260,17 @@ static sp_status new_log(sp_run *r)
     return st;
 }
 
+/* Writes out the CSV's buffered rows; *size (may be NULL) gets its length on disk. */
+static sp_status flush_csv(sp_run *r, off_t *size)
+{
+    struct stat st;
+    if (fflush(r->csv) != 0 || ferror(r->csv) || fstat(fileno(r->csv), &st) != 0)
+        return sp_error(SP_ERR_IO, "%s/%s: write failed: %s", r->dir, SP_TRAIN_CSV_NAME, strerror(errno));
+    if (size)
+        *size = st.st_size;
+    return SP_OK;
+}
+
 static sp_status open_csv(sp_run *r)
 {
     char path[4096];
@@ -218,7 +279,17 @@ static sp_status open_csv(sp_run *r)
     r->csv = fopen(path, "a");
     if (!r->csv)
         return sp_error(SP_ERR_IO, "%s: cannot open for appending: %s", path, strerror(errno));
-    return SP_OK;
+    return flush_csv(r, &r->csv_committed);
+}
+
+/* Writes train_options.json: what a resume before the first checkpoint continues from (a run
+ * resumed from it with a longer --steps records that too). */
+static sp_status write_options_record(sp_run *r)
+{
+    char path[4096];
+    join_path(path, sizeof path, r->dir, SP_TRAIN_OPTIONS_NAME);
+    r->options_record_existed = access(path, F_OK) == 0;
+    return sp_atomic_write_file(path, r->options_json, strlen(r->options_json));
 }
 
 static sp_status setup_fresh(sp_run *r)
@@ -311,7 +382,35 @@ static sp_status setup(sp_run *r, const char *resume_from)
         return sp_error(SP_ERR_NOMEM, "training options: out of memory");
     r->log.unigram_entropy = sp_train_data_unigram_entropy(&r->data);
     r->tty = isatty(fileno(stderr));
+    r->has_checkpoint = resume_from != NULL;
+    r->writing = 1;
+    if (!resume_from) /* from a checkpoint on, the checkpoints hold the options */
+        SP_TRY(write_options_record(r));
     return open_csv(r);
+}
+
+/* After a failure (train.h): the CSV cut back to the newest checkpoint, or without one, the run's
+ * files removed. */
+static void take_back(sp_run *r)
+{
+    char path[4096];
+    join_path(path, sizeof path, r->dir, SP_TRAIN_CSV_NAME);
+    if (r->has_checkpoint) {
+        if (r->csv) {
+            fclose(r->csv); /* before the cut: nothing buffered may land after it */
+            r->csv = NULL;
+            if (truncate(path, r->csv_committed) != 0)
+                fprintf(stderr, "spanprobe train: note: %s: cannot cut the rows after the newest checkpoint: %s "
+                        "(resume rewrites them)\n", path, strerror(errno));
+        }
+        return;
+    }
+    unlink(path);
+    join_path(path, sizeof path, r->dir, SP_TRAIN_LOG_NAME);
+    unlink(path);
+    join_path(path, sizeof path, r->dir, SP_TRAIN_OPTIONS_NAME);
+    if (!r->options_record_existed)
+        unlink(path);
 }
 
 static void teardown(sp_run *r)
@@ -414,23 +513,20 @@ static sp_status log_row(sp_run *r, double loss, double grad_norm, int eval)
     };
     SP_TRY(sp_trainlog_append(&r->log, scalars, r->tensor_norms, r->update_ratio, r->hidden_rms));
     sp_trainlog_csv_row(&r->log, r->log.n_rows - 1, r->csv);
-    fflush(r->csv);
+    SP_TRY(flush_csv(r, NULL));
     if (eval && r->step == r->opt.steps)
         r->log.final_val_loss = val;
     print_progress(r, loss, val, tokens_per_s);
     return SP_OK;
 }
 
-/* Writes the log, then checkpoint ckpt_<step>.h5 (in that order: a kill in between leaves a log
- * ahead of the newest checkpoint, which resume truncates), then prunes old checkpoints. */
+/* Writes the log and checkpoint ckpt_<step>.h5 together, renamed into place in that order (a kill in
+ * between leaves a log ahead of the newest checkpoint, which resume truncates), then prunes old
+ * checkpoints. */
 static sp_status save(sp_run *r, const char *status, int64_t diverged_step, int with_optim)
 {
-    char path[4096];
     snprintf(r->log.status, sizeof r->log.status, "%s", status);
     r->log.diverged_step = diverged_step;
-    join_path(path, sizeof path, r->dir, SP_TRAIN_LOG_NAME);
-    SP_TRY(sp_trainlog_write(&r->log, path));
-
     sp_ckpt_meta meta;
     sp_ckpt_meta_init(&meta);
     meta.cfg = r->cfg;
@@ -447,8 +543,25 @@ static sp_status save(sp_run *r, const char *status, int64_t diverged_step, int 
     snprintf(ts->status, sizeof ts->status, "%s", status);
     ts->diverged_step = diverged_step;
     ts->options_json = r->options_json; /* borrowed: meta is not freed */
-    checkpoint_path(path, sizeof path, r->dir, r->step);
-    SP_TRY(sp_ckpt_write(path, r->m, &meta, with_optim ? r->o->m : NULL, with_optim ? r->o->v : NULL));
+
+    char log_path[4096], ckpt_path[4096];
+    join_path(log_path, sizeof log_path, r->dir, SP_TRAIN_LOG_NAME);
+    checkpoint_path(ckpt_path, sizeof ckpt_path, r->dir, r->step);
+    sp_output_set outputs = {0};
+    sp_atomic_file *af;
+    sp_status st = sp_output_set_begin(&outputs, log_path, &af);
+    if (st == SP_OK)
+        st = sp_trainlog_write_into(&r->log, af);
+    if (st == SP_OK)
+        st = sp_output_set_begin(&outputs, ckpt_path, &af);
+    if (st == SP_OK)
+        st = sp_ckpt_write_into(af, r->m, &meta, with_optim ? r->o->m : NULL, with_optim ? r->o->v : NULL);
+    if (st == SP_OK)
+        st = sp_output_set_commit(&outputs);
+    sp_output_set_abort(&outputs); /* empty after a commit */
+    SP_TRY(st);
+    r->has_checkpoint = 1;
+    SP_TRY(flush_csv(r, &r->csv_committed));
     return prune_checkpoints(r->dir, r->opt.keep);
 }
 
@@ -540,6 +653,8 @@ sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const 
     r.tokens_row = r.tokens_seen;
     while (st == SP_OK && r.step < r.opt.steps)
         st = train_step(&r);
+    if (st != SP_OK && st != SP_ERR_DIVERGED && r.writing)
+        take_back(&r);
     if (r.tty && st != SP_ERR_DIVERGED)
         fputc('\n', stderr);
     if (st == SP_OK) {

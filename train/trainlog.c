@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/atomic.h"
 #include "io/h5.h"
 
 const char *const sp_log_column_names[] = {"step",     "tokens_seen", "train_loss",   "val_loss",
@@ -149,17 +148,20 @@ static sp_status write_contents(hid_t file, const sp_trainlog *log)
     return st;
 }
 
+sp_status sp_trainlog_write_into(const sp_trainlog *log, sp_atomic_file *af)
+{
+    hid_t file;
+    SP_TRY(sp_h5_create(af->tmp_path, &file));
+    sp_status st = write_contents(file, log);
+    sp_status closed = sp_h5_close_written(file);
+    return st != SP_OK ? st : closed;
+}
+
 sp_status sp_trainlog_write(const sp_trainlog *log, const char *path)
 {
     sp_atomic_file af;
     SP_TRY(sp_atomic_begin(path, &af));
-    hid_t file;
-    sp_status st = sp_h5_create(af.tmp_path, &file);
-    if (st == SP_OK) {
-        st = write_contents(file, log);
-        sp_status closed = sp_h5_close_written(file);
-        st = st != SP_OK ? st : closed;
-    }
+    sp_status st = sp_trainlog_write_into(log, &af);
     if (st != SP_OK) {
         sp_atomic_abort(&af);
         return st;
@@ -285,15 +287,7 @@ sp_status sp_trainlog_write_csv(const sp_trainlog *log, const char *path)
     for (int64_t r = 0; r < log->n_rows; r++)
         sp_trainlog_csv_row(log, r, f);
     fclose(f);
-    sp_atomic_file af;
-    sp_status st = sp_atomic_begin(path, &af);
-    if (st == SP_OK) {
-        st = sp_atomic_write(&af, text, len);
-        if (st == SP_OK)
-            st = sp_atomic_commit(&af);
-        else
-            sp_atomic_abort(&af);
-    }
+    sp_status st = sp_atomic_write_file(path, text, len);
     free(text);
     return st;
 }

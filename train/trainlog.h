@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "core/common.h"
+#include "io/atomic.h"
 #include "model/params.h"
 
 #define SP_TRAINLOG_FORMAT "spanprobe-trainlog"
@@ -70,6 +71,8 @@ void sp_trainlog_truncate(sp_trainlog *log, int64_t max_step);
 
 /* HDF5, atomic. */
 sp_status sp_trainlog_write(const sp_trainlog *log, const char *path);
+/* The same into the temporary file of af, left uncommitted (io/output_set.h). */
+sp_status sp_trainlog_write_into(const sp_trainlog *log, sp_atomic_file *af);
 /* Reads and validates a log (format, version, every dataset's shape). */
 sp_status sp_trainlog_read(const char *path, sp_trainlog *log);
 
