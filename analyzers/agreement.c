@@ -50,6 +50,12 @@
                  "tests' rule"
 #define WHY_PRUNE "losses and differences of two losses, each within 1e-5 relative of at most ~10 nats: " \
                   "2e-4 nats absolute, far below the 1e-2 a block that matters moves"
+#define WHY_RESIDUAL "a ratio of two Frobenius norms of fp32 activations, the centered one formed on the backend in " \
+                     "two passes: ~1e-6 relative; absolute 1e-5 because a collapsed layer sits at 0"
+#define WHY_KL "KL of log-softmaxes of fp32 logits, reduced in fp64: ~1e-6 of the logits' size; absolute near the " \
+               "last layers, where it goes to 0"
+#define WHY_ARGMAX "shares of tokens whose argmax matches: a token whose two largest logits lie within rounding " \
+                   "(~1e-6 relative) of each other may flip; 1e-3 allows one in a thousand"
 #define WHY_OVER_MEDIAN "divides by the median or smallest eigenvalue, which is round-off when the embedding " \
                         "is rank-deficient (vocab - 1 below d_model or d_model / 2, e.g. bytes at d_model " \
                         "768): fp32 and fp64 then disagree arbitrarily; the eigenvalues themselves are compared"
@@ -71,6 +77,13 @@ const sp_tolerance sp_tolerances[] = {
     KEY("growth", "*_over_*", 0, 2e-4, "a ratio of two activation statistics: twice their error"),
     ARR("growth", "*", 0, 1e-4, WHY_ACT),
     KEY("growth", "*", 0, 1e-4, WHY_ACT),
+    /* token_uniformity */
+    KEY("token_uniformity", "sequences", 0, 0, WHY_EXACT),
+    KEY_NOT("token_uniformity", "*_layer", WHY_ARGEXT),
+    ARR_ABS("token_uniformity", "mean_pairwise_cosine", 1e-4, 0, WHY_COS),
+    KEY_ABS("token_uniformity", "cosine_*", 1e-4, 0, WHY_COS),
+    ARR_ABS("token_uniformity", "relative_residual", 1e-5, 1e-4, WHY_RESIDUAL),
+    KEY_ABS("token_uniformity", "residual_*", 1e-5, 1e-4, WHY_RESIDUAL),
     /* presums */
     ARR("presums", "*", 0, 1e-4, WHY_ACT),
     KEY("presums", "*", 0, 1e-4, WHY_ACT),
@@ -87,6 +100,17 @@ const sp_tolerance sp_tolerances[] = {
     KEY("*_spectra", "n_below_10d", 0, 0, WHY_EXACT),
     KEY("*_spectra", "hard_rank_*", 0, 1e-4, WHY_HARD),
     KEY("*_spectra", "*", 0, 1e-3, WHY_ENTROPY " (soft ranks, and edr = 100 mean hard / soft)"),
+    /* logit_lens */
+    KEY("logit_lens", "tokens", 0, 0, WHY_EXACT),
+    KEY("logit_lens", "targets", 0, 0, WHY_EXACT),
+    KEY_NOT("logit_lens", "*_layer", WHY_ARGEXT),
+    ARR("logit_lens", "loss", 0, 1e-5, WHY_LOSS),
+    KEY("logit_lens", "loss_final", 0, 1e-5, WHY_LOSS),
+    KEY_ABS("logit_lens", "loss_*", 2e-4, 0, WHY_PRUNE),
+    ARR_ABS("logit_lens", "kl", 1e-5, 1e-3, WHY_KL),
+    KEY_ABS("logit_lens", "kl_*", 1e-5, 1e-3, WHY_KL),
+    ARR_ABS("logit_lens", "*", 1e-3, 0, WHY_ARGMAX),
+    KEY_ABS("logit_lens", "*", 1e-3, 0, WHY_ARGMAX),
     /* grad_norms */
     ARR("grad_norms", "tensor_layer", 0, 0, WHY_EXACT),
     ARR("grad_norms", "tensor_role", 0, 0, WHY_EXACT),

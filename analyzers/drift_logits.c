@@ -36,26 +36,11 @@ void sp_drift_logits_free(sp_drift_logits *s)
     *s = (sp_drift_logits){0};
 }
 
-/* log p = z - shift for one row z [n]; returns the shift (max + log-sum-exp), *arg the argmax. */
-static double log_softmax_shift(int n, const sp_real *z, int *arg)
-{
-    int best = 0;
-    for (int v = 1; v < n; v++)
-        if (z[v] > z[best])
-            best = v;
-    const double m = z[best];
-    double sum = 0;
-    for (int v = 0; v < n; v++)
-        sum += exp((double)z[v] - m);
-    *arg = best;
-    return m + log(sum);
-}
-
 static void add_row(sp_drift_logits *s, const sp_real *z_ref, const sp_real *z)
 {
     int arg_ref, arg;
-    const double shift_ref = log_softmax_shift(s->vocab, z_ref, &arg_ref);
-    const double shift = log_softmax_shift(s->vocab, z, &arg);
+    const double shift_ref = sp_linalg_log_softmax_shift(s->vocab, z_ref, &arg_ref);
+    const double shift = sp_linalg_log_softmax_shift(s->vocab, z, &arg);
     double kl = 0;
     for (int v = 0; v < s->vocab; v++) {
         const double lp_ref = (double)z_ref[v] - shift_ref, lp = (double)z[v] - shift;

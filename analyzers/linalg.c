@@ -127,3 +127,17 @@ sp_status sp_linalg_quantiles(int64_t n, const double *x, int k, const double *q
     free(c);
     return SP_OK;
 }
+
+double sp_linalg_log_softmax_shift(int n, const sp_real *z, int *arg)
+{
+    int best = 0;
+    for (int v = 1; v < n; v++)
+        if (z[v] > z[best])
+            best = v;
+    const double m = z[best];
+    double sum = 0;
+    for (int v = 0; v < n; v++)
+        sum += exp((double)z[v] - m);
+    *arg = best;
+    return m + log(sum);
+}

@@ -45,6 +45,9 @@ sp_rank_measures sp_linalg_rank_measures(int n, const double *lambda, int dim);
 
 /* Median of x[n] (copied, not modified). */
 double sp_linalg_median(int n, const double *x);
+/* log softmax of one row of logits z[n], in double: log p_v = z_v - shift; returns shift (the max
+ * plus the log-sum-exp of z - max), *arg the argmax (the first on ties). */
+double sp_linalg_log_softmax_shift(int n, const sp_real *z, int *arg);
 /* The quantiles q[k] (each in [0, 1]) of x[n] (copied, not modified; n >= 1) into out[k], by linear
  * interpolation between order statistics (numpy.percentile's default): with x sorted and
  * h = q (n - 1), x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]). */

@@ -5,9 +5,11 @@
 extern const sp_analyzer sp_analyzer_similarity;
 extern const sp_analyzer sp_analyzer_cka;
 extern const sp_analyzer sp_analyzer_growth;
+extern const sp_analyzer sp_analyzer_token_uniformity;
 extern const sp_analyzer sp_analyzer_presums;
 extern const sp_analyzer sp_analyzer_hidden_spectra;
 extern const sp_analyzer sp_analyzer_ffn_spectra;
+extern const sp_analyzer sp_analyzer_logit_lens;
 extern const sp_analyzer sp_analyzer_grad_norms;
 extern const sp_analyzer sp_analyzer_jacobian;
 extern const sp_analyzer sp_analyzer_weights;
@@ -18,9 +20,11 @@ const sp_analyzer *const sp_analyzers[] = {
     &sp_analyzer_similarity,
     &sp_analyzer_cka,
     &sp_analyzer_growth,
+    &sp_analyzer_token_uniformity,
     &sp_analyzer_presums,
     &sp_analyzer_hidden_spectra,
     &sp_analyzer_ffn_spectra,
+    &sp_analyzer_logit_lens,
     &sp_analyzer_grad_norms,
     &sp_analyzer_jacobian,
     &sp_analyzer_weights,

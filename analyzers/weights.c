@@ -7,6 +7,9 @@
  * row slices; the table holds the median over heads, the heads_* arrays every head), W_O, W_1, W_2,
  * W_3 (SwiGLU; NaN columns for GELU). With --singular-values every matrix's singular values are
  * stored too. Summaries: means over blocks, and over the deepest half (blocks l >= floor(L/2)).
+ * Also the power-law exponent alpha of every whole matrix's spectrum, WeightWatcher's fit
+ * (analyzers/weights_alpha.h): W_Q, W_K and W_V whole as WeightWatcher sees q_proj, k_proj, v_proj,
+ * so those kinds are decomposed a second time unsplit when they have several heads.
  *
  * Each matrix kind is gathered across the blocks into one fp64 backend array, the weights widened
  * in place on the backend (be->to_f64): a head's row slice of a row-major matrix is contiguous, so
@@ -20,6 +23,7 @@
 
 #include "analyzers/analyzer.h"
 #include "analyzers/linalg.h"
+#include "analyzers/weights_alpha.h"
 
 #define NAME "weights"
 #define KAPPA_FLOOR 1e-12
@@ -36,6 +40,7 @@ typedef struct {
     int L, n_heads, n_kv_heads;
     double *table;         /* [N_STATS][L, N_MATRICES] */
     double *heads[3];      /* wq, wk, wv: [L, heads, N_STATS] */
+    sp_weights_alpha alpha;
 } weight_result;
 
 /* Statistics of one matrix from its singular values s[k] (descending). */
@@ -96,13 +101,14 @@ static sp_status kind_find(const sp_analysis *a, const weight_result *w, int mat
     return SP_OK;
 }
 
-/* Singular values of every part of every present block, [n_present * n_parts, k] into sv (host):
- * the stack widened on the backend, one batched be->singvals, the stack freed at once. */
-static sp_status kind_singvals(const sp_analysis *a, const kind_layout *kl, double *sv)
+/* Singular values of every row slice of part_rows rows (kl->part_rows: the heads; kl->rows: whole)
+ * of every present block, [n_present * rows / part_rows, min(part_rows, cols)] into sv (host): the
+ * stack widened on the backend, one batched be->singvals, the stack freed at once. */
+static sp_status kind_singvals(const sp_analysis *a, const kind_layout *kl, int part_rows, double *sv)
 {
     const sp_backend *be = a->be;
     const size_t per_block = (size_t)kl->rows * (size_t)kl->cols;
-    const int count = kl->n_present * kl->n_parts;
+    const int count = kl->n_present * (kl->rows / part_rows);
     size_t stack_elems;
     SP_TRY(sp_size_mul((size_t)kl->n_present, per_block, &stack_elems, "weight matrix stack"));
     double *stack = be->alloc(stack_elems * sizeof *stack, "weight matrix stack fp64");
@@ -111,7 +117,7 @@ static sp_status kind_singvals(const sp_analysis *a, const kind_layout *kl, doub
     for (int l = 0, at = 0; at < kl->n_present; l++)
         if (kl->param[l] >= 0)
             be->to_f64(per_block, sp_model_param(a->model, kl->param[l]), stack + (size_t)at++ * per_block, 0);
-    sp_status st = sp_linalg_backend_singvals(be, kl->part_rows, kl->cols, count, stack, sv);
+    sp_status st = sp_linalg_backend_singvals(be, part_rows, kl->cols, count, stack, sv);
     be->free(stack);
     return st;
 }
@@ -134,6 +140,26 @@ static sp_status block_stats(const sp_analysis *a, weight_result *w, const kind_
     return a->opts->singular_values ? write_singular_values(a, l, mat, n_parts, kl->k, sv) : SP_OK;
 }
 
+/* The power-law fit of every present block's whole matrix (analyzers/weights_alpha.h): from the
+ * singular values sv of block_stats when the kind is not split into heads, else from a second,
+ * unsplit decomposition. */
+static sp_status kind_alpha(const sp_analysis *a, weight_result *w, const kind_layout *kl, int mat, const double *sv)
+{
+    const int k = kl->rows < kl->cols ? kl->rows : kl->cols;
+    double *whole = NULL;
+    sp_status st = SP_OK;
+    if (kl->n_parts > 1) {
+        whole = sp_malloc((size_t)kl->n_present * (size_t)k * sizeof *whole, "whole-matrix singular values");
+        st = whole ? kind_singvals(a, kl, kl->rows, whole) : SP_ERR_NOMEM;
+    }
+    const double *values = whole ? whole : sv;
+    for (int l = 0, at = 0; l < w->L && st == SP_OK; l++)
+        if (kl->param[l] >= 0)
+            st = sp_weights_alpha_fit(&w->alpha, l, mat, kl->rows, kl->cols, values + (size_t)at++ * k);
+    free(whole);
+    return st;
+}
+
 static sp_status analyze_kind(const sp_analysis *a, weight_result *w, int mat)
 {
     kind_layout kl = {.param = sp_malloc((size_t)w->L * sizeof *kl.param, "weight parameter indices")};
@@ -150,11 +176,13 @@ static sp_status analyze_kind(const sp_analysis *a, weight_result *w, int mat)
         sv = sp_malloc(parts * (size_t)kl.k * sizeof *sv, "singular values");
         per_part = sp_malloc((size_t)kl.n_parts * N_STATS * sizeof *per_part, "weight statistics");
         column = sp_malloc((size_t)kl.n_parts * sizeof *column, "per-head statistic");
-        st = sv && per_part && column ? kind_singvals(a, &kl, sv) : SP_ERR_NOMEM;
+        st = sv && per_part && column ? kind_singvals(a, &kl, kl.part_rows, sv) : SP_ERR_NOMEM;
     }
     for (int l = 0, at = 0; l < w->L && st == SP_OK && kl.n_present > 0; l++)
         if (kl.param[l] >= 0)
             st = block_stats(a, w, &kl, l, mat, sv + (size_t)at++ * kl.n_parts * kl.k, per_part, column);
+    if (st == SP_OK && kl.n_present > 0)
+        st = kind_alpha(a, w, &kl, mat, sv);
     free(kl.param);
     free(sv);
     free(per_part);
@@ -245,18 +273,22 @@ static sp_status weights_finish(const sp_analysis *a, void *state)
     w.heads[M_WQ] = buf + table;
     w.heads[M_WK] = w.heads[M_WQ] + L * N_STATS * (size_t)w.n_heads;
     w.heads[M_WV] = w.heads[M_WK] + L * N_STATS * (size_t)w.n_kv_heads;
-    sp_status st = SP_OK;
+    sp_status st = sp_weights_alpha_init(&w.alpha, w.L, N_MATRICES);
     for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
         st = analyze_kind(a, &w, mat);
     if (st == SP_OK)
         st = write_result(a, &w);
+    if (st == SP_OK)
+        st = sp_weights_alpha_write(&w.alpha, a->report, NAME, matrix_names);
+    sp_weights_alpha_free(&w.alpha);
     free(buf);
     return st;
 }
 
 const sp_analyzer sp_analyzer_weights = {
     .name = NAME,
-    .description = "condition numbers, spectral norms and stable ranks of every block matrix",
+    .description = "condition numbers, spectral norms, stable ranks and power-law exponents (alpha) of every block "
+                   "matrix",
     .needs = SP_NEEDS_MODEL,
     .finish = weights_finish,
 };

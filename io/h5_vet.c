@@ -29,8 +29,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-/* Deflate cannot expand data more than about 1032:1; scale-offset, n-bit and szip have no such
- * bound, so datasets using them are held to the reading budget alone. */
+/* The most bytes a chunked dataset may declare per byte it stores: deflate cannot expand data more
+ * than about 1032:1, and chunks never written (read as fill values) need room too: a dump whose
+ * presum arrays lack a layer stores a few chunks less than it declares. */
 #define MAX_INFLATION 1100.0
 /* Datasets are read in slabs of about this many bytes along their first dimension. */
 #define SLAB_BYTES ((size_t)16 << 20)
@@ -70,21 +71,22 @@ static void read_every_attribute(hid_t obj)
     }
 }
 
-/* The largest factor by which the dataset's filters may expand its stored bytes (0: unbounded). */
+/* The most bytes the dataset may declare per byte stored (0: unbounded): 1 for contiguous storage,
+ * which is either all there or not; MAX_INFLATION for chunked storage, unless a filter without a
+ * bound is used (scale-offset, n-bit, szip: held to the reading budget alone). */
 static double inflation_bound(hid_t dcpl)
 {
+    if (H5Pget_layout(dcpl) != H5D_CHUNKED)
+        return 1;
     int n = H5Pget_nfilters(dcpl);
-    double bound = 1;
     for (int i = 0; i < n; i++) {
         unsigned flags = 0, values[8];
         size_t n_values = 8;
         H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &n_values, values, 0, NULL, NULL);
-        if (f == H5Z_FILTER_DEFLATE)
-            bound = MAX_INFLATION;
-        else if (f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
+        if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
             return 0;
     }
-    return bound;
+    return MAX_INFLATION;
 }
 
 /* The memory type a reader would use for this file type, or -1 to skip the data. */

@@ -1,5 +1,5 @@
 /* model/forward.c: the forward interpreter of the block recipes, and the model's forward pass
- * (embedding, blocks, final norms, head, logit soft-cap, cross-entropy). */
+ * (embedding, blocks, the output path of final norms, head and logit soft-cap, cross-entropy). */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -69,23 +69,27 @@ static sp_status check_input(const sp_model *m, const int32_t *tokens, const int
     return SP_OK;
 }
 
-/* h = N_fin(N_x(X_L) + N_y(Y_L)) (siamese), N_f(x_L) or x_L itself (aliased at layout). */
-static void final_norms(sp_model *m)
+/* Head input h = N_fin(N_x(X) + N_y(Y)) (siamese), N_f(x) or x itself (without a final norm the
+ * forward pass's hf is the last block's output slot, aliased at layout); then the head and the
+ * logit soft-cap. */
+void sp_output_fwd(sp_model *m, int rows, const sp_real *const *x, const sp_out_bufs *b, sp_real *logits)
 {
-    const int rows = m->rows, d = m->cfg.d_model, last = m->cfg.n_layers - 1;
-    const sp_block_state *st = &m->state[last];
-    const int *out = m->blocks[last].recipe->out_slots;
-    sp_top_state *t = &m->top;
-    const sp_real *x = st->slot[out[0]];
+    const int d = m->cfg.d_model;
+    const sp_real *h = x[0];
     if (m->fin_x_norm.gain >= 0) {
-        sp_norm_op_fwd(m, m->fin_x_norm, rows, d, x, t->fin_x, &t->fin_x_norm);
-        sp_norm_op_fwd(m, m->fin_y_norm, rows, d, st->slot[out[1]], t->fin_y, &t->fin_y_norm);
-        m->be->copy(t->fin_sum, t->fin_x, (size_t)rows * (size_t)d * sizeof(sp_real));
-        m->be->axpby((size_t)rows * (size_t)d, 1, t->fin_y, 1, t->fin_sum);
-        x = t->fin_sum;
+        sp_norm_op_fwd(m, m->fin_x_norm, rows, d, x[0], b->fin_x, &b->fin_x_norm);
+        sp_norm_op_fwd(m, m->fin_y_norm, rows, d, x[1], b->fin_y, &b->fin_y_norm);
+        m->be->copy(b->fin_sum, b->fin_x, (size_t)rows * (size_t)d * sizeof(sp_real));
+        m->be->axpby((size_t)rows * (size_t)d, 1, b->fin_y, 1, b->fin_sum);
+        h = b->fin_sum;
     }
-    if (m->fin_norm.gain >= 0)
-        sp_norm_op_fwd(m, m->fin_norm, rows, d, x, t->hf, &t->fin_norm);
+    if (m->fin_norm.gain >= 0) {
+        sp_norm_op_fwd(m, m->fin_norm, rows, d, h, b->hf, &b->fin_norm);
+        h = b->hf;
+    }
+    sp_linear_fwd(m, rows, d, m->cfg.vocab_size, h, sp_model_param(m, m->head), NULL, logits);
+    if (m->cfg.final_softcap > 0)
+        m->be->softcap_fwd((size_t)rows * (size_t)m->cfg.vocab_size, m->cfg.final_softcap, logits, logits);
 }
 
 /* Mean cross-entropy over the counted targets. */
@@ -138,10 +142,10 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
         sp_norm_op_fwd(m, m->embed_norm, m->rows, cfg->d_model, t->e, t->h0, &t->embed_norm);
     for (int l = 0; l < cfg->n_layers; l++)
         run_block(m, l);
-    final_norms(m);
-    sp_linear_fwd(m, m->rows, cfg->d_model, cfg->vocab_size, t->hf, sp_model_param(m, m->head), NULL, t->logits);
-    if (cfg->final_softcap > 0)
-        m->be->softcap_fwd((size_t)m->rows * (size_t)cfg->vocab_size, cfg->final_softcap, t->logits, t->logits);
+    const int last = cfg->n_layers - 1, *out = m->blocks[last].recipe->out_slots;
+    const sp_real *const x[2] = {m->state[last].slot[out[0]], out[1] >= 0 ? m->state[last].slot[out[1]] : NULL};
+    const sp_out_bufs bufs = {t->fin_x, t->fin_y, t->fin_sum, t->hf, t->fin_x_norm, t->fin_y_norm, t->fin_norm};
+    sp_output_fwd(m, m->rows, x, &bufs, t->logits);
     if (targets)
         SP_TRY(loss_fwd(m, targets, loss));
     return sp_model_sync(m);

@@ -89,6 +89,17 @@ sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp
  * activations untouched (finite-difference references, what-if probes). */
 sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out);
 
+/* ---- the output path on any hidden state, for the logit lens (model/decode.c) ----
+ * A decoder applies to streams h (n_streams pointers to [rows, d_model], backend memory; rows <=
+ * max_rows) exactly what the forward pass applies to the last block's outputs: the final norms (none
+ * where the config has none), the LM head and the logit soft-cap. It owns its buffers, so the
+ * model's activations are left as they are; the returned logits [rows, vocab] (backend memory) stay
+ * valid until the next call. */
+typedef struct sp_decoder sp_decoder;
+sp_status sp_decoder_create(sp_model *m, int max_rows, sp_decoder **out);
+sp_status sp_decoder_run(sp_decoder *dec, int rows, const sp_real *const *h, const sp_real **logits);
+void sp_decoder_free(sp_decoder *dec);
+
 /* ---- block skipping, for pruning probes (model/skip.c) ----
  * A skipped block is the identity on every stream: the forward pass copies its inputs to its
  * outputs, the backward pass passes gradients straight through (its parameters get none), its

@@ -160,6 +160,16 @@ void sp_ffn_bwd(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, co
                 int with_params);
 void sp_ffn_jvp(sp_model *m, int l, const sp_ffn_state *st, const sp_real *tx, sp_real *tout);
 
+/* ---- the output path (model/forward.c): the forward pass's last step, and the logit lens's
+ * decoder (model/decode.c) on any layer output ---- */
+typedef struct {
+    sp_real *fin_x, *fin_y, *fin_sum; /* siamese N_x(X), N_y(Y), their sum (unused otherwise) */
+    sp_real *hf;                      /* the final norm's output (unused without one) */
+    sp_norm_state fin_x_norm, fin_y_norm, fin_norm;
+} sp_out_bufs;
+/* logits [rows, vocab] of the streams x (x[1]: siamese's Y): final norms, head, logit soft-cap. */
+void sp_output_fwd(sp_model *m, int rows, const sp_real *const *x, const sp_out_bufs *b, sp_real *logits);
+
 /* ---- block interpreters (model/forward.c, model/backward.c, model/jvp.c) ---- */
 /* SP_ERR_USAGE naming `who` unless a forward pass has run and 0 <= l < n_layers. */
 sp_status sp_model_check_block(const sp_model *m, int l, const char *who);

@@ -1,5 +1,6 @@
 /* plots/fig_reports.c: the figures of per-layer report arrays drawn with the `panels` template:
- * cos-distance, spectral-util, embed-eigs, cond, jac, growth, prune, drift. */
+ * cos-distance, spectral-util, embed-eigs, cond, jac, growth, token-uniformity, logit-lens, prune,
+ * drift. */
 #include <math.h>
 #include <stdio.h>
 
@@ -262,6 +263,70 @@ sp_status sp_fig_growth(sp_plot_ctx *c)
         {"largest |h| over the median |h|", "layer", "top-1 / median", 0, 3, 0, 0, 0, sp_plot_span_decades(&sp.span[1])},
     };
     sp_plot_var_panels(c, "hidden-state growth by layer", 1, 0, 2, p);
+    return SP_OK;
+}
+
+/* ---- token-uniformity: rank collapse across the tokens of a sequence (Dong et al. 2021) ---- */
+
+static sp_status token_uniformity_run(sp_plot_ctx *c, const sp_plot_series *s, const sp_report_array *a, void *acc)
+{
+    spans *sp = acc;
+    const int64_t n = min64(a[0].shape[0], a[1].shape[0]);
+    sp_plot_block(c, "%s: layer (h_0 = block-0 input), mean pairwise cosine of a sequence's tokens, "
+                     "||H - 1 mean(H)^T|| / ||H||", s->title);
+    for (int64_t l = 0; l < n; l++) {
+        const double v[3] = {(double)l, a[0].data[l], a[1].data[l]}, residual = positive_or_nan(v[2]);
+        sp_plot_row(c, 3, v);
+        sp_plot_span_add(&sp->span[1], 1, &residual); /* a collapsed layer's 0 does not decide the axis */
+    }
+    return SP_OK;
+}
+
+sp_status sp_fig_token_uniformity(sp_plot_ctx *c)
+{
+    static const sp_plot_metric m[] = {{"mean_pairwise_cosine", 1}, {"relative_residual", 1}};
+    spans sp;
+    spans_init(&sp);
+    SP_TRY(sp_plot_each_report(c, "token_uniformity", 2, m, token_uniformity_run, &sp));
+    const sp_plot_panel p[2] = {
+        {"mean pairwise cosine of the tokens", "layer", "mean pairwise cosine", 0, 2, 0, 0, 0, 0},
+        {"relative residual (0: rank collapse)", "layer", "||H - 1 mean(H)^T|| / ||H||", 0,
+         3, 0, 0, 0, sp_plot_span_decades(&sp.span[1])},
+    };
+    sp_plot_var_panels(c, "token uniformity by layer", 1, 0, 2, p);
+    return SP_OK;
+}
+
+/* ---- logit-lens: every layer output decoded through the final norm and head ---- */
+
+static sp_status logit_lens_run(sp_plot_ctx *c, const sp_plot_series *s, const sp_report_array *a, void *acc)
+{
+    spans *sp = acc;
+    const int64_t n = min64(min64(a[0].shape[0], a[1].shape[0]), min64(a[2].shape[0], a[3].shape[0]));
+    sp_plot_block(c, "%s: layer (h_0 = block-0 input), loss (nats), top-1 accuracy, argmax agreement with the "
+                     "output, KL(p_L || p_l) (nats)", s->title);
+    for (int64_t l = 0; l < n; l++) {
+        const double v[5] = {(double)l, a[0].data[l], a[1].data[l], a[2].data[l], a[3].data[l]};
+        const double kl = positive_or_nan(v[4]); /* the last layer's 0 is left off a log axis */
+        sp_plot_row(c, 5, v);
+        sp_plot_span_add(&sp->span[2], 1, &kl);
+    }
+    return SP_OK;
+}
+
+sp_status sp_fig_logit_lens(sp_plot_ctx *c)
+{
+    static const sp_plot_metric m[] = {{"loss", 1}, {"accuracy", 1}, {"agreement", 1}, {"kl", 1}};
+    spans sp;
+    spans_init(&sp);
+    SP_TRY(sp_plot_each_report(c, "logit_lens", 4, m, logit_lens_run, &sp));
+    const sp_plot_panel p[3] = {
+        {"next-token loss", "layer", "loss (nats/token)", 0, 2, 0, 0, 0, 0},
+        {"top-1 accuracy (dashed: agreement)", "layer", "share of tokens", 0, 3, 0, 4, 0, 0},
+        {"KL(p_L || p_l)", "layer", "KL (nats)", 0, 5, 0, 0, 0,
+         sp_plot_span_decades(&sp.span[2])},
+    };
+    sp_plot_var_panels(c, "logit lens: each layer decoded through the final norm and head", 1, 0, 3, p);
     return SP_OK;
 }
 

@@ -9,8 +9,9 @@
  *
  * Templates (plots/<name>.gp, compiled in as strings): `panels` (lines by layer, one per run, one
  * panel per quantity, optionally a bar chart of averages beside each panel), `heatmap` (a matrix
- * per run, side by side), `grad-steps` (a panel per run, a line per layer coloured by depth) and
- * `depth` (final loss against depth, diverged runs marked). */
+ * per run, side by side), `grad-steps` (a panel per run, a line per layer coloured by depth),
+ * `depth` (final loss against depth, diverged runs marked) and `alpha` (a panel per weight-matrix
+ * kind over a shaded reference band). */
 #ifndef SP_PLOT_FIGURE_H
 #define SP_PLOT_FIGURE_H
 
@@ -119,11 +120,14 @@ sp_status sp_fig_cos_distance(sp_plot_ctx *c);
 sp_status sp_fig_spectral_util(sp_plot_ctx *c);
 sp_status sp_fig_embed_eigs(sp_plot_ctx *c);
 sp_status sp_fig_cond(sp_plot_ctx *c);
+sp_status sp_fig_alpha(sp_plot_ctx *c);
 sp_status sp_fig_depth(sp_plot_ctx *c);
 sp_status sp_fig_loss(sp_plot_ctx *c);
 sp_status sp_fig_jac(sp_plot_ctx *c);
 sp_status sp_fig_grad_blocks(sp_plot_ctx *c);
 sp_status sp_fig_growth(sp_plot_ctx *c);
+sp_status sp_fig_token_uniformity(sp_plot_ctx *c);
+sp_status sp_fig_logit_lens(sp_plot_ctx *c);
 sp_status sp_fig_prune(sp_plot_ctx *c);
 sp_status sp_fig_cka(sp_plot_ctx *c);
 sp_status sp_fig_drift(sp_plot_ctx *c);

@@ -69,16 +69,10 @@ static double now_s(void)
 static int run_limited(const char *cwd, rlim_t limit, const char *const *args, const char *stdout_path, char **err)
 {
     const char *bin = getenv("SPANPROBE_BIN");
-    int n_args = 0;
-    while (args[n_args])
-        n_args++;
-    char **argv = calloc((size_t)n_args + 2, sizeof *argv);
     int fds[2];
-    if (!bin || !argv || pipe(fds) != 0)
+    if (!bin || pipe(fds) != 0)
         abort();
-    argv[0] = (char *)bin;
-    for (int i = 0; i < n_args; i++)
-        argv[i + 1] = (char *)args[i];
+    char **argv = scratch_argv(bin, args);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)

@@ -27,7 +27,8 @@
 
 /* "drift" draws reports of `spanprobe drift` (tests/test_drift_cli.c draws it), none of the runs here */
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
-                                             "cond", "jac", "grad-blocks", "growth", "prune", "drift"};
+                                             "cond", "alpha", "jac", "grad-blocks", "growth", "token-uniformity",
+                                             "logit-lens", "prune", "drift"};
 static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
 #define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
@@ -121,6 +122,16 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     }
     put(r, "growth", "rms", 1, H, 0, v);
     put(r, "growth", "top1_over_median", 1, H, 0, w);
+    put(r, "token_uniformity", "relative_residual", 1, H, 0, w);
+    put(r, "logit_lens", "loss", 1, H, 0, w);
+    for (int i = 0; i < H; i++) {
+        v[i] = 0.1 * i * shift;
+        w[i] = (double)i / L;
+    }
+    put(r, "token_uniformity", "mean_pairwise_cosine", 1, H, 0, v);
+    put(r, "logit_lens", "kl", 1, H, 0, v);
+    put(r, "logit_lens", "accuracy", 1, H, 0, w);
+    put(r, "logit_lens", "agreement", 1, H, 0, w);
     for (int i = 0; i < L; i++) {
         v[i] = 0.1 + 0.02 * i * shift;
         w[i] = 0.4 + 0.01 * i;
@@ -137,6 +148,9 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
         k[i] = 2 + shift * i;
     k[4] = INFINITY; /* W_1 of block 0: sigma_min ~ 0 */
     put(r, "weights", "kappa", 2, L, 7, k);
+    for (int i = 0; i < L * 7; i++)
+        k[i] = i % 7 == 6 ? NAN : 1.5 + 0.3 * i * shift; /* W_3 absent (GELU): no panel */
+    put(r, "weights", "alpha", 2, L, 7, k);
     for (int i = 0; i < L; i++) {
         v[i] = 1 + 0.1 * i * shift;
         w[i] = i == 0 ? NAN : 2 + 0.1 * i;
@@ -248,7 +262,7 @@ static void test_every_figure(void **state)
     assert_int_equal(scratch_count_lines(e), 2);
     assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
-    assert_non_null(strstr(o, "14 figures drawn"));
+    assert_non_null(strstr(o, "17 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
     char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
     assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
@@ -343,7 +357,7 @@ static void test_missing_data_skipped(void **state)
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
     assert_non_null(strstr(o, "4 figures drawn"));
-    assert_non_null(strstr(o, "11 skipped"));
+    assert_non_null(strstr(o, "14 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "analyzers/driver.h"
 #include "core/rng.h"
 #include "tests/support/scratch.h"
 
@@ -35,13 +36,18 @@ void an_run_setup(an_run *r, sp_model *m, int n_seqs, int seq_len, int batch, ui
                          .opts = &r->opts, .quiet = 1};
 }
 
-sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file)
+/* Creates the report <scratch>/<file> for the analysis. */
+static void open_report(an_run *r, const char *file)
 {
     scratch_path(r->path, sizeof r->path, file);
     sp_report_provenance prov = {NULL, "{}", "an_run: random tokens"};
     if (sp_report_create(r->path, &prov, &r->a.report) != SP_OK)
         die("create the report");
-    sp_status st = an->finish(&r->a, NULL);
+}
+
+/* Commits and opens the report when st is SP_OK, else aborts it; returns st. */
+static sp_status close_report(an_run *r, sp_status st)
+{
     if (st != SP_OK) {
         sp_report_abort(r->a.report);
         r->a.report = NULL;
@@ -52,6 +58,23 @@ sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file)
     r->a.report = NULL;
     report_view_open(&r->view, r->path);
     return SP_OK;
+}
+
+sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file)
+{
+    open_report(r, file);
+    return close_report(r, an->finish(&r->a, NULL));
+}
+
+sp_status an_run_execute(an_run *r, const char *metrics, const char *file)
+{
+    unsigned char *selected = malloc((size_t)sp_n_analyzers);
+    if (!selected || sp_analyze_select(metrics, selected) != SP_OK)
+        die(metrics);
+    open_report(r, file);
+    sp_status st = close_report(r, sp_analyze_execute(&r->a, selected, 1));
+    free(selected);
+    return st;
 }
 
 sp_report_array an_run_array(an_run *r, const char *analyzer, const char *name)

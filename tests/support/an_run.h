@@ -1,6 +1,7 @@
 /* tests/support/an_run.h: runs one model-driven analyzer (begin/consume NULL: finish() does all the
- * work) on a model and a random evaluation set, into a report committed in the scratch directory,
- * and reads the results back. Aborts when the setup itself fails (tests only). */
+ * work), or any analyzers through the analyze driver, on a model and a random evaluation set, into
+ * a report committed in the scratch directory, and reads the results back. Aborts when the setup
+ * itself fails (tests only). */
 #ifndef SP_TEST_AN_RUN_H
 #define SP_TEST_AN_RUN_H
 
@@ -22,6 +23,9 @@ void an_run_setup(an_run *r, sp_model *m, int n_seqs, int seq_len, int batch, ui
 /* Runs an->finish into the report <scratch>/<file>; returns finish's status (the report is then
  * aborted unless it is SP_OK, in which case it is committed and opened). */
 sp_status an_run_finish(an_run *r, const sp_analyzer *an, const char *file);
+/* The same for the analyzers a --metrics list names, run by the analyze driver (sp_analyze_execute:
+ * begin, the streaming pass of forward passes over the evaluation set, finish), quietly. */
+sp_status an_run_execute(an_run *r, const char *metrics, const char *file);
 /* /metrics/<analyzer>/<name> with its attributes (aborts when it cannot be read); free with
  * sp_report_array_free. */
 sp_report_array an_run_array(an_run *r, const char *analyzer, const char *name);

@@ -164,30 +164,52 @@ static void block(sp_model *m, const sp_config *cfg, int l, int batch, int seq_l
         free(slot[i]);
 }
 
-void ref_model_logits(sp_model *m, const int32_t *tokens, int batch, int seq_len, sp_real *logits)
+void ref_model_hidden(sp_model *m, const int32_t *tokens, int batch, int seq_len, sp_real **h)
 {
     const sp_config *cfg = sp_model_config(m);
-    const int rows = batch * seq_len, d = cfg->d_model, vocab = cfg->vocab_size;
+    const int rows = batch * seq_len, d = cfg->d_model;
     if (sp_config_n_streams(cfg) != 1) {
         fprintf(stderr, "ref_model: one-stream models only\n");
         abort();
     }
-    sp_real *tok = param(m, "embed/tok"), *pos = param(m, "embed/pos"), *h = vec_zeros((size_t)rows * d);
-    ref_embed(rows, seq_len, d, cfg->embed_scale, tokens, tok, pos, h);
+    sp_real *tok = param(m, "embed/tok"), *pos = param(m, "embed/pos");
+    h[0] = vec_zeros((size_t)rows * d);
+    ref_embed(rows, seq_len, d, cfg->embed_scale, tokens, tok, pos, h[0]);
     if (cfg->embed_norm)
-        norm(m, cfg, "embed/norm", rows, d, h, h);
-    for (int l = 0; l < cfg->n_layers; l++)
-        block(m, cfg, l, batch, seq_len, h);
+        norm(m, cfg, "embed/norm", rows, d, h[0], h[0]);
+    for (int l = 0; l < cfg->n_layers; l++) {
+        h[l + 1] = vec_dup((size_t)rows * d, h[l]);
+        block(m, cfg, l, batch, seq_len, h[l + 1]);
+    }
+    free(tok);
+    free(pos);
+}
+
+void ref_model_decode(sp_model *m, int rows, const sp_real *h, sp_real *logits)
+{
+    const sp_config *cfg = sp_model_config(m);
+    const int d = cfg->d_model, vocab = cfg->vocab_size;
+    sp_real *x = vec_dup((size_t)rows * d, h);
     if (cfg->final_norm)
-        norm(m, cfg, "final_norm", rows, d, h, h);
-    sp_real *head = cfg->tie_embeddings ? tok : param(m, "head/w");
-    linear(rows, d, vocab, h, head, NULL, logits);
+        norm(m, cfg, "final_norm", rows, d, x, x);
+    sp_real *head = param(m, cfg->tie_embeddings ? "embed/tok" : "head/w");
+    linear(rows, d, vocab, x, head, NULL, logits);
     if (cfg->final_softcap > 0)
         for (size_t i = 0; i < (size_t)rows * vocab; i++)
             logits[i] = (sp_real)ref_softcap(cfg->final_softcap, logits[i]);
-    if (head != tok)
-        free(head);
-    free(tok);
-    free(pos);
+    free(head);
+    free(x);
+}
+
+void ref_model_logits(sp_model *m, const int32_t *tokens, int batch, int seq_len, sp_real *logits)
+{
+    const int n_layers = sp_model_config(m)->n_layers;
+    sp_real **h = malloc((size_t)(n_layers + 1) * sizeof *h);
+    if (!h)
+        abort();
+    ref_model_hidden(m, tokens, batch, seq_len, h);
+    ref_model_decode(m, batch * seq_len, h[n_layers], logits);
+    for (int l = 0; l <= n_layers; l++)
+        free(h[l]);
     free(h);
 }

@@ -97,15 +97,8 @@ int scratch_shared_data(const char *rel, char *buf, size_t len)
     return scratch_file_exists(buf);
 }
 
-/* Starts bin (NULL: $SPANPROBE_BIN) with args, its stdout and stderr into the files named, to be
- * killed after `seconds`; -1 when there is no program to run. */
-static pid_t spawn_cli(const char *bin, const char *const *args, const char *out_path, const char *err_path,
-                       unsigned seconds)
+char **scratch_argv(const char *bin, const char *const *args)
 {
-    if (!bin)
-        bin = getenv("SPANPROBE_BIN");
-    if (!bin || !*bin)
-        return -1;
     int n_args = 0;
     while (args[n_args])
         n_args++;
@@ -115,6 +108,19 @@ static pid_t spawn_cli(const char *bin, const char *const *args, const char *out
     argv[0] = (char *)bin;
     for (int i = 0; i < n_args; i++)
         argv[i + 1] = (char *)args[i];
+    return argv;
+}
+
+/* Starts bin (NULL: $SPANPROBE_BIN) with args, its stdout and stderr into the files named, to be
+ * killed after `seconds`; -1 when there is no program to run. */
+static pid_t spawn_cli(const char *bin, const char *const *args, const char *out_path, const char *err_path,
+                       unsigned seconds)
+{
+    if (!bin)
+        bin = getenv("SPANPROBE_BIN");
+    if (!bin || !*bin)
+        return -1;
+    char **argv = scratch_argv(bin, args);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)

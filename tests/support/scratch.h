@@ -33,6 +33,8 @@ int scratch_run_program(const char *bin, const char *const *args, char **out, ch
 /* Starts $SPANPROBE_BIN with args in the background, stdout and stderr discarded; returns its pid
  * (for waitpid), or -1 when SPANPROBE_BIN is not set. */
 pid_t scratch_spawn_cli(const char *const *args);
+/* The argv of a run of bin with args: {bin, args..., NULL} (free() the array, not its strings). */
+char **scratch_argv(const char *bin, const char *const *args);
 /* Number of lines in s (a last line without '\n' counts). */
 int scratch_count_lines(const char *s);
 
