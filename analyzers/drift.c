@@ -216,7 +216,10 @@ static sp_status run_loaded(const sp_drift_job *job, const sp_backend *be, drift
     char *opts = options_json(job, be, d, sha, bytes);
     if (!opts)
         return sp_error(SP_ERR_NOMEM, "out of memory writing the options");
-    sp_report_provenance prov = {.input_path = job->model, .options_json = opts, .eval_set = d->eval.description};
+    char model_name[512];
+    sp_model_source_name(job->model, model_name, sizeof model_name);
+    sp_report_provenance prov = {.input_path = job->model, .options_json = opts, .eval_set = d->eval.description,
+                                 .model = model_name};
     sp_status st = sp_report_create(job->out, &prov, &d->report);
     free(opts);
     SP_TRY(st);

@@ -488,7 +488,11 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
     char *opts = options_json(job, kind);
     if (!opts)
         return sp_error(SP_ERR_NOMEM, "out of memory writing the options");
-    sp_report_provenance prov = {.input_path = job->input, .options_json = opts, .eval_set = in->eval_desc};
+    char model_name[512];
+    sp_model_source_name(job->input, model_name, sizeof model_name);
+    const char *source = in->dump ? sp_dump_get_info(in->dump)->source : "";
+    sp_report_provenance prov = {.input_path = job->input, .options_json = opts, .eval_set = in->eval_desc,
+                                 .model = *source ? source : model_name};
     sp_status st = sp_report_create(job->out, &prov, &a->report);
     free(opts);
     SP_TRY(st);

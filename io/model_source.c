@@ -18,6 +18,25 @@ sp_model_source_kind sp_model_source_kind_of(const char *path)
     return sp_gguf_is_model_file(path) ? SP_SOURCE_GGUF : SP_SOURCE_CHECKPOINT;
 }
 
+void sp_model_source_name(const char *path, char *buf, size_t len)
+{
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/')
+        end--;
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    static const char *const extensions[] = {".h5", ".gguf"};
+    for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++) {
+        size_t n = strlen(extensions[i]);
+        if (end - start > n && strncmp(path + end - n, extensions[i], n) == 0) {
+            end -= n;
+            break;
+        }
+    }
+    snprintf(buf, len, "%.*s", (int)(end - start), path + start);
+}
+
 const char *sp_model_source_kind_name(sp_model_source_kind kind)
 {
     static const char *const names[] = {"checkpoint", "hugging face directory", "gguf file"};

@@ -13,6 +13,9 @@ typedef enum { SP_SOURCE_CHECKPOINT, SP_SOURCE_HF_DIR, SP_SOURCE_GGUF } sp_model
  * do not recognize). */
 sp_model_source_kind sp_model_source_kind_of(const char *path);
 const char *sp_model_source_kind_name(sp_model_source_kind kind); /* "checkpoint", "hugging face directory", "gguf file" */
+/* A short name of the model at path for figure legends: its file or directory name, without a
+ * trailing '/' and without the extension of a known kind (".h5", ".gguf"). */
+void sp_model_source_name(const char *path, char *buf, size_t len);
 /* The SHA-256 a report records of its input, and the input's size: of the file itself, or for a
  * model directory of the text "<name> <sha256 of the file>\n" over its regular files in name order
  * (so the digest changes when any file does); *n_bytes gets the total size. */

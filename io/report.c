@@ -83,6 +83,8 @@ static sp_status write_provenance(sp_report *r, const sp_report_provenance *prov
         st = sp_h5_set_str(g, "options_json", options);
     if (st == SP_OK)
         st = sp_h5_set_str(g, "eval_set", prov->eval_set ? prov->eval_set : "");
+    if (st == SP_OK)
+        st = sp_h5_set_str(g, "model", prov->model ? prov->model : "");
     H5Gclose(g);
     return st;
 }
@@ -94,13 +96,16 @@ static sp_status start_summary(sp_report *r, const sp_report_provenance *prov, c
         return sp_error(SP_ERR_USAGE, "%s: the report options are not valid JSON", r->h5.path);
     cJSON *doc = r->summary = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "format", SP_REPORT_FORMAT);
-    cJSON_AddStringToObject(doc, "format_version", "1.0");
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d", SP_REPORT_VERSION_MAJOR, SP_REPORT_VERSION_MINOR);
+    cJSON_AddStringToObject(doc, "format_version", version);
     cJSON_AddStringToObject(doc, "tool_version", "spanprobe " SP_VERSION);
     cJSON *input = cJSON_AddObjectToObject(doc, "input");
     cJSON_AddStringToObject(input, "file", prov->input_path ? prov->input_path : "");
     cJSON_AddStringToObject(input, "sha256", sha);
     cJSON_AddNumberToObject(input, "bytes", (double)n_bytes);
     cJSON_AddStringToObject(input, "eval_set", prov->eval_set ? prov->eval_set : "");
+    cJSON_AddStringToObject(input, "model", prov->model ? prov->model : "");
     cJSON_AddItemToObject(input, "options", options);
     r->metrics = cJSON_AddObjectToObject(doc, "metrics");
     r->skipped = cJSON_AddObjectToObject(doc, "skipped");

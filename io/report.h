@@ -26,12 +26,14 @@
 
 #define SP_REPORT_FORMAT "spanprobe-report"
 #define SP_REPORT_VERSION_MAJOR 1
-#define SP_REPORT_VERSION_MINOR 0
+#define SP_REPORT_VERSION_MINOR 1 /* 1.1: provenance "model" */
 
 typedef struct {
     const char *input_path;   /* the analyzed file (its sha256 and size are recorded); may be NULL */
     const char *options_json; /* the analyzer options as a JSON object text; may be NULL ("{}") */
     const char *eval_set;     /* description of the evaluation set ("moby dick, 64 x 256 tokens") */
+    const char *model;        /* what was analyzed, for figure legends: the model's name or the dump's
+                                 source (format 1.1); may be NULL ("") */
 } sp_report_provenance;
 
 typedef struct {

@@ -242,9 +242,13 @@ static unsigned differing_fields(const sp_plot_inputs *in)
 
 static void name_series(sp_plot_series *s, unsigned diff)
 {
-    if (!s->run_known) {
-        copy_text(s->title, sizeof s->title, base_part(s->path));
-        copy_text(s->short_name, sizeof s->short_name, base_part(s->path));
+    if (!s->run_known) { /* the model (or the dump's source) the report names, else the report's file */
+        char model[512] = "";
+        if (sp_report_get_provenance(s->report, "model", model, sizeof model) != SP_OK)
+            sp_error_clear(); /* a report of format 1.0 */
+        const char *name = *model ? model : base_part(s->path);
+        copy_text(s->title, sizeof s->title, name);
+        copy_text(s->short_name, sizeof s->short_name, name);
         return;
     }
     char lr[32] = "?";

@@ -98,6 +98,9 @@ static void test_checkpoint(void **state)
     assert_int_equal(sp_sha256_file(f->ckpt, hex, NULL), SP_OK);
     assert_int_equal(sp_report_get_provenance(v.reader, "input_sha256", got, sizeof got), SP_OK);
     assert_string_equal(got, hex);
+    /* the name figure legends use: the checkpoint's file name without its extension */
+    assert_int_equal(sp_report_get_provenance(v.reader, "model", got, sizeof got), SP_OK);
+    assert_string_equal(got, "tiny");
     assert_non_null(strstr(report_view_input(&v, "eval_set"), f->text));
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "input"), "options");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "n_tokens")->valueint, 48);

@@ -283,7 +283,7 @@ static void write_report(const char *name, double shift, int nan_layer, char *pa
     scratch_path(path, len, name);
     sp_report *r = NULL;
     sp_error_clear();
-    assert_int_equal(sp_report_create(path, &(sp_report_provenance){input, NULL, "test"}, &r), SP_OK);
+    assert_int_equal(sp_report_create(path, &(sp_report_provenance){input, NULL, "test", NULL}, &r), SP_OK);
     double bi[L], rms[L + 1], top[(L + 1) * 3];
     for (int l = 0; l < L; l++)
         bi[l] = 0.1 * (l + 1) + shift;

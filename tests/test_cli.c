@@ -364,7 +364,7 @@ static void test_inspect_dump_and_report(void **state)
     cJSON_Delete(doc);
 
     scratch_path(path, sizeof path, "inspect-report.h5");
-    sp_report_provenance prov = {NULL, "{}", "nothing"};
+    sp_report_provenance prov = {NULL, "{}", "nothing", NULL};
     sp_report *r = NULL;
     assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
     double values[2] = {0.25, 0.75};
@@ -374,7 +374,7 @@ static void test_inspect_dump_and_report(void **state)
     assert_int_equal(sp_report_commit(r), SP_OK);
     char *out = NULL, *err = NULL;
     assert_int_equal(RUN(&out, &err, "inspect", path), 0);
-    assert_non_null(strstr(out, "spanprobe-report 1.0"));
+    assert_non_null(strstr(out, "spanprobe-report 1.1"));
     assert_non_null(strstr(out, "/metrics/repr/adjacent_cosine"));
     assert_non_null(strstr(out, "units=cosine"));
     free(out);

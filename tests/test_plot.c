@@ -103,7 +103,7 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     char path[4200];
     snprintf(path, sizeof path, "%s/report.h5", dir);
     sp_report *r = NULL;
-    sp_report_provenance prov = {NULL, "{}", "synthetic"};
+    sp_report_provenance prov = {NULL, "{}", "synthetic", "synthetic model"};
     assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
     for (int i = 0; i < H; i++)
         for (int j = 0; j < H; j++)
@@ -331,6 +331,34 @@ static void test_formats_any_cwd(void **state)
     remove_runs(&r);
 }
 
+/* A report with no training run beside it (a pretrained model's) is named in the legend by the model
+ * its provenance names, not by its file name. */
+static void test_legend_names_the_model(void **state)
+{
+    (void)state;
+    char dir[4200], out[4200];
+    make_dir(dir, sizeof dir, "pretrained");
+    write_report(dir, 3, 0.2, 1);
+    scratch_path(out, sizeof out, "figures-pretrained");
+    tree_remove(out);
+    sp_plot_options opt;
+    sp_plot_options_defaults(&opt);
+    opt.out_dir = out;
+    opt.only = "growth";
+    opt.quiet = 1;
+    char report[4300];
+    snprintf(report, sizeof report, "%s/report.h5", dir);
+    const char *inputs[] = {report};
+    sp_plot_result res;
+    assert_int_equal(sp_plot_run(1, inputs, &opt, &res), SP_OK);
+    char *script = read_text(out, "growth.gp");
+    assert_non_null(strstr(script, "\"synthetic model\""));
+    assert_null(strstr(script, "\"report.h5\""));
+    free(script);
+    tree_remove(out);
+    tree_remove(dir);
+}
+
 static void test_missing_data_skipped(void **state)
 {
     (void)state;
@@ -415,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_figure),
         cmocka_unit_test(test_formats_any_cwd),
+        cmocka_unit_test(test_legend_names_the_model),
         cmocka_unit_test(test_missing_data_skipped),
         cmocka_unit_test(test_bad_input),
     };

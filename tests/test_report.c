@@ -26,7 +26,7 @@ static void write_report(char *path, size_t len, char *input, size_t input_len)
     scratch_path(input, input_len, "input.bin");
     assert_int_equal(scratch_write_file(input, "abc", 3), 0);
     scratch_path(path, len, "report.h5");
-    sp_report_provenance prov = {input, "{\"layers\": [0, 1], \"center\": false}", "3 tokens of abc"};
+    sp_report_provenance prov = {input, "{\"layers\": [0, 1], \"center\": false}", "3 tokens of abc", "abc model"};
     sp_report *r = NULL;
     sp_error_clear();
     assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
@@ -87,6 +87,8 @@ static void test_round_trip(void **state)
     assert_string_equal(got, sha);
     assert_int_equal(sp_report_get_provenance(rd, "eval_set", got, sizeof got), SP_OK);
     assert_string_equal(got, "3 tokens of abc");
+    assert_int_equal(sp_report_get_provenance(rd, "model", got, sizeof got), SP_OK);
+    assert_string_equal(got, "abc model");
     sp_report_close(rd);
 
     /* the summary: stable keys in order, scalars, null for non-finite, skipped reasons */
@@ -124,7 +126,7 @@ static void test_writer_errors(void **state)
     (void)state;
     char path[4200];
     scratch_path(path, sizeof path, "aborted.h5");
-    sp_report_provenance prov = {NULL, NULL, "none"};
+    sp_report_provenance prov = {NULL, NULL, "none", NULL};
     sp_report *r = NULL;
     assert_int_equal(sp_report_create(path, &prov, &r), SP_OK);
     assert_int_equal(scratch_count_entries("aborted.*"), 2); /* both temporary files */

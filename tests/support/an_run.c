@@ -40,7 +40,7 @@ void an_run_setup(an_run *r, sp_model *m, int n_seqs, int seq_len, int batch, ui
 static void open_report(an_run *r, const char *file)
 {
     scratch_path(r->path, sizeof r->path, file);
-    sp_report_provenance prov = {NULL, "{}", "an_run: random tokens"};
+    sp_report_provenance prov = {NULL, "{}", "an_run: random tokens", NULL};
     if (sp_report_create(r->path, &prov, &r->a.report) != SP_OK)
         die("create the report");
 }
