@@ -73,7 +73,10 @@ const sp_tolerance sp_tolerances[] = {
     KEY_ABS("cka", "*", 1e-4, 0, "CKA in [0, 1] from the same moments: absolute, as for cosines"),
     /* growth */
     KEY_NOT("growth", "*_layer", WHY_ARGEXT),
+    KEY_NOT("growth", "token_norm_max_position", WHY_ARGEXT),
+    ARR_NOT("growth", "token_norm_max_position", WHY_ARGEXT),
     ARR("growth", "top1_over_median", 0, 2e-4, "a ratio of two activation statistics: twice their error"),
+    ARR("growth", "token_norm_max_over_median", 0, 2e-4, "a ratio of two activation statistics: twice their error"),
     KEY("growth", "*_over_*", 0, 2e-4, "a ratio of two activation statistics: twice their error"),
     ARR("growth", "*", 0, 1e-4, WHY_ACT),
     KEY("growth", "*", 0, 1e-4, WHY_ACT),

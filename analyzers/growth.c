@@ -6,6 +6,10 @@
  *   feature_variance mean over tokens of the variance of h[t]'s d entries (biased, as LayerNorm)
  *   top_abs          the three largest |h| entries (massive activations, Sun et al. 2024)
  *   median_abs       the median |h| entry, and top1 / median
+ *   token_norm_max_over_median  the largest token norm ||h[t]|| over the median token norm, and the
+ *                    position in its sequence of that token: one token far above the rest (a sink
+ *                    at position 0 with a massive activation) dominates every statistic pooled over
+ *                    tokens, so the summary counts the layers where it is over DOMINANT_RATIO
  * Sums of squares run on the backend (be->sumsq, in double), per-token means and variances come
  * from the backend's LayerNorm statistics (analyzers/rowops.h). The top |h| entries need every entry:
  * each batch's layer is downloaded and scanned once. The median is exact over a deterministic
@@ -22,12 +26,17 @@
 #define NAME "growth"
 #define GROWTH_SAMPLE 65536
 #define N_TOP 3
+/* A token whose norm is this many times the median token's dominates sums over tokens. */
+#define DOMINANT_RATIO 10.0
 
 typedef struct {
     double sumsq, norm_sum, var_sum;
     double top[N_TOP];   /* descending */
     double *sample;      /* [GROWTH_SAMPLE] */
     int n_sample;
+    double *token_norms; /* [evaluation tokens] ||h[t]||, for their median */
+    double max_norm;
+    int max_position;    /* position in its sequence of the token of max_norm */
 } layer_stats;
 
 typedef struct {
@@ -44,8 +53,10 @@ static void growth_free(void *state)
     growth_state *s = state;
     if (!s)
         return;
-    for (int i = 0; s->layers && i < s->n_streams * s->n_h; i++)
+    for (int i = 0; s->layers && i < s->n_streams * s->n_h; i++) {
         free(s->layers[i].sample);
+        free(s->layers[i].token_norms);
+    }
     sp_rowops_free(&s->ro);
     free(s->layers);
     free(s->host);
@@ -86,7 +97,8 @@ static sp_status growth_begin(const sp_analysis *a, void **state)
     if (!s->layers || !s->host || !s->mean || !s->var)
         return SP_ERR_NOMEM;
     for (int i = 0; i < s->n_streams * s->n_h; i++) {
-        if (!(s->layers[i].sample = sp_malloc(GROWTH_SAMPLE * sizeof(double), "growth median sample")))
+        if (!(s->layers[i].sample = sp_malloc(GROWTH_SAMPLE * sizeof(double), "growth median sample")) ||
+            !(s->layers[i].token_norms = sp_malloc((size_t)a->n_seqs * a->seq_len * sizeof(double), "token norms")))
             return SP_ERR_NOMEM;
         for (int k = 0; k < N_TOP; k++)
             s->layers[i].top[k] = -1;
@@ -137,8 +149,14 @@ static sp_status growth_consume(const sp_analysis *a, void *state, const sp_act_
             ls->sumsq += a->be->sumsq(n, x);
             SP_TRY(sp_rowops_moments(&s->ro, rows, d, x, s->mean, s->var));
             for (int r = 0; r < rows; r++) {
+                const double token_norm = sqrt(d * (s->var[r] + s->mean[r] * s->mean[r]));
                 ls->var_sum += s->var[r];
-                ls->norm_sum += sqrt(d * (s->var[r] + s->mean[r] * s->mean[r]));
+                ls->norm_sum += token_norm;
+                ls->token_norms[s->n_tokens + r] = token_norm;
+                if (token_norm > ls->max_norm) {
+                    ls->max_norm = token_norm;
+                    ls->max_position = r % a->seq_len; /* batches hold whole sequences */
+                }
             }
             a->be->download(s->host, x, n * sizeof *s->host);
             scan_entries(s, ls, n, first_entry);
@@ -151,10 +169,10 @@ static sp_status write_stream(const sp_analysis *a, growth_state *s, int k, doub
 {
     const int n_h = s->n_h;
     double *rms = buf, *norm = rms + n_h, *var = norm + n_h, *top = var + n_h, *median = top + N_TOP * n_h;
-    double *ratio = median + n_h;
+    double *ratio = median + n_h, *token_ratio = ratio + n_h, *token_position = token_ratio + n_h;
     const double n_tok = (double)s->n_tokens;
-    double ratio_max = -INFINITY;
-    int ratio_max_layer = 0;
+    double ratio_max = -INFINITY, token_ratio_max = -INFINITY;
+    int ratio_max_layer = 0, token_ratio_max_layer = 0, n_dominated = 0;
     for (int l = 0; l < n_h; l++) {
         layer_stats *ls = &s->layers[k * n_h + l];
         rms[l] = sqrt(ls->sumsq / (n_tok * s->d));
@@ -167,6 +185,13 @@ static sp_status write_stream(const sp_analysis *a, growth_state *s, int k, doub
         if (ratio[l] > ratio_max) {
             ratio_max = ratio[l];
             ratio_max_layer = l;
+        }
+        token_ratio[l] = ls->max_norm / sp_linalg_median((int)s->n_tokens, ls->token_norms);
+        token_position[l] = ls->max_position;
+        n_dominated += token_ratio[l] > DOMINANT_RATIO;
+        if (token_ratio[l] > token_ratio_max) {
+            token_ratio_max = token_ratio[l];
+            token_ratio_max_layer = l;
         }
     }
     const int64_t per_layer[1] = {n_h}, tops[2] = {n_h, N_TOP};
@@ -182,18 +207,26 @@ static sp_status write_stream(const sp_analysis *a, growth_state *s, int k, doub
                         "median |h_l| entry (exact over a strided sample of at most 65536 entries per layer)"));
     SP_TRY(sp_out_array(a, NAME, "top1_over_median", k, 1, per_layer, ratio, "1", "[layer]",
                         "largest |h_l| entry over the median |h_l| entry (massive activations)"));
+    SP_TRY(sp_out_array(a, NAME, "token_norm_max_over_median", k, 1, per_layer, token_ratio, "1", "[layer]",
+                        "largest token norm ||h_l[t]|| over the median token norm (one token dominating)"));
+    SP_TRY(sp_out_array(a, NAME, "token_norm_max_position", k, 1, per_layer, token_position, "position",
+                        "[layer]", "position in its sequence (0 = first) of the token of the largest norm"));
     SP_TRY(sp_out_scalar(a, NAME, "rms_first", k, rms[0]));
     SP_TRY(sp_out_scalar(a, NAME, "rms_last", k, rms[n_h - 1]));
     SP_TRY(sp_out_scalar(a, NAME, "rms_last_over_first", k, rms[n_h - 1] / rms[0]));
     SP_TRY(sp_out_scalar(a, NAME, "mean_token_norm_last", k, norm[n_h - 1]));
     SP_TRY(sp_out_scalar(a, NAME, "top1_over_median_max", k, ratio_max));
-    return sp_out_scalar(a, NAME, "top1_over_median_max_layer", k, ratio_max_layer);
+    SP_TRY(sp_out_scalar(a, NAME, "top1_over_median_max_layer", k, ratio_max_layer));
+    SP_TRY(sp_out_scalar(a, NAME, "token_norm_max_over_median_max", k, token_ratio_max));
+    SP_TRY(sp_out_scalar(a, NAME, "token_norm_max_position", k, token_position[token_ratio_max_layer]));
+    /* the layers where one token's norm is over DOMINANT_RATIO times the median token's */
+    return sp_out_scalar(a, NAME, "dominant_token_layers", k, n_dominated);
 }
 
 static sp_status growth_finish(const sp_analysis *a, void *state)
 {
     growth_state *s = state;
-    double *buf = sp_malloc((size_t)(5 + N_TOP) * s->n_h * sizeof *buf, "growth results");
+    double *buf = sp_malloc((size_t)(7 + N_TOP) * s->n_h * sizeof *buf, "growth results");
     sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
     for (int k = 0; k < s->n_streams && st == SP_OK; k++)
         st = write_stream(a, s, k, buf);

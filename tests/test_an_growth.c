@@ -104,8 +104,12 @@ static void check_reference(const report_view *v, sp_real **h)
     double *var = report_view_array(v, "growth", "feature_variance", NULL, NULL);
     double *top = report_view_array(v, "growth", "top_abs", NULL, NULL);
     double *median = report_view_array(v, "growth", "median_abs", NULL, NULL);
+    double *token_ratio = report_view_array(v, "growth", "token_norm_max_over_median", NULL, NULL);
+    double *token_position = report_view_array(v, "growth", "token_norm_max_position", NULL, NULL);
+    int n_dominated = 0;
     for (int l = 0; l < NH; l++) {
-        double sumsq = 0, norm_sum = 0, var_sum = 0;
+        double sumsq = 0, norm_sum = 0, var_sum = 0, token_norms[ROWS];
+        int argmax = 0;
         for (int t = 0; t < ROWS; t++) {
             double m = 0, s = 0, q = 0;
             for (int j = 0; j < D; j++)
@@ -118,7 +122,15 @@ static void check_reference(const report_view *v, sp_real **h)
             sumsq += s;
             norm_sum += sqrt(s);
             var_sum += q;
+            token_norms[t] = sqrt(s);
+            argmax = token_norms[t] > token_norms[argmax] ? t : argmax;
         }
+        const double max_norm = token_norms[argmax];
+        qsort(token_norms, ROWS, sizeof *token_norms, cmp_double);
+        const double ratio = max_norm / (0.5 * (token_norms[ROWS / 2 - 1] + token_norms[ROWS / 2]));
+        assert_below(fabs(token_ratio[l] - ratio), 1e-5 * ratio, "token norm ratio of layer %d", l);
+        assert_int_equal((int)token_position[l], argmax % SEQ);
+        n_dominated += ratio > 10;
         assert_below(fabs(rms[l] - sqrt(sumsq / (ROWS * D))), 1e-6 * rms[l], "rms of layer %d", l);
         assert_below(fabs(norm[l] - norm_sum / ROWS), 1e-6 * norm[l], "token norm of layer %d", l);
         assert_below(fabs(var[l] - var_sum / ROWS), 1e-5 * var[l], "feature variance of layer %d", l);
@@ -134,6 +146,9 @@ static void check_reference(const report_view *v, sp_real **h)
     free(var);
     free(top);
     free(median);
+    free(token_ratio);
+    free(token_position);
+    assert_int_equal((int)report_view_scalar(v, "growth", "dominant_token_layers"), n_dominated);
 }
 
 static void test_against_reference(void **state)
@@ -149,12 +164,17 @@ static void test_against_reference(void **state)
     }
     h[2][5 * D + 3] = 250;   /* massive activations, one of them negative */
     h[2][17 * D + 3] = -180;
+    for (int j = 0; j < D; j++) /* a sink: the first token of the second sequence far above the rest */
+        h[3][SEQ * D + j] = (sp_real)(j % 2 ? -200 : 200);
     char report[4200];
     analyze(h, L, D, BATCH, SEQ, BATCH, "random_all.h5", report, sizeof report);
     report_view v;
     report_view_open(&v, report);
     check_reference(&v, h);
     assert_int_equal((int)report_view_scalar(&v, "growth", "top1_over_median_max_layer"), 2);
+    /* the sink of layer 3 dominates its layer most, from position 0; layer 2's entries do too */
+    assert_int_equal((int)report_view_scalar(&v, "growth", "token_norm_max_position"), 0);
+    assert_int_equal((int)report_view_scalar(&v, "growth", "dominant_token_layers"), 2);
     report_view_close(&v);
     analyze(h, L, D, BATCH, SEQ, 1, "random_one.h5", report, sizeof report);
     report_view_open(&v, report);
