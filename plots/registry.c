@@ -21,6 +21,9 @@ const sp_plot_figure sp_plot_figures[] = {
     {"jac", "block Jacobian spectral norm by block, with the SpanNorm bound", "panels", sp_fig_jac},
     {"grad-blocks", "FFN gradient norm of the loss by block, from a report's grad_norms", "panels", sp_fig_grad_blocks},
     {"growth", "hidden-state RMS and largest |h| over the median by layer", "panels", sp_fig_growth},
+    {"hidden-spectra", "soft and hard rank of the hidden-state covariance by layer", "panels", sp_fig_hidden_spectra},
+    {"presums", "the scale of the sums before each norm by block", "panels", sp_fig_presums},
+    {"block-influence", "block influence 1 - cos(h_l, h_l+1) by block (ShortGPT)", "panels", sp_fig_block_influence},
     {"token-uniformity", "mean pairwise cosine of a sequence's tokens and their relative residual by layer (rank "
      "collapse)", "panels", sp_fig_token_uniformity},
     {"logit-lens", "every layer decoded through the final norm and head: loss, top-1 accuracy, KL to the output",

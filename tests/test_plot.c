@@ -27,7 +27,8 @@
 
 /* "drift" draws reports of `spanprobe drift` (tests/test_drift_cli.c draws it), none of the runs here */
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
-                                             "cond", "alpha", "jac", "grad-blocks", "growth", "token-uniformity",
+                                             "cond", "alpha", "jac", "grad-blocks", "growth", "hidden-spectra",
+                                             "presums", "block-influence", "token-uniformity",
                                              "logit-lens", "prune", "drift"};
 static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
@@ -121,6 +122,8 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
         w[i] = 8 - i;
     }
     put(r, "growth", "rms", 1, H, 0, v);
+    put(r, "hidden_spectra", "soft_rank", 1, H, 0, v);
+    put(r, "hidden_spectra", "hard_rank", 1, H, 0, w);
     put(r, "growth", "top1_over_median", 1, H, 0, w);
     put(r, "token_uniformity", "relative_residual", 1, H, 0, w);
     put(r, "logit_lens", "loss", 1, H, 0, w);
@@ -138,6 +141,9 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     }
     put(r, "ffn_spectra", "hard_rank", 1, L, 0, v);
     put(r, "ffn_spectra", "soft_rank", 1, L, 0, w);
+    put(r, "presums", "sigma_a", 1, L, 0, v);
+    put(r, "presums", "sigma_z", 1, L, 0, w);
+    put(r, "similarity", "block_influence", 1, L, 0, v);
     for (int i = 0; i < D_EMBED; i++) {
         v[i] = (i + 1.0) / D_EMBED;
         w[i] = 20 * exp(-shift * i);
@@ -262,7 +268,7 @@ static void test_every_figure(void **state)
     assert_int_equal(scratch_count_lines(e), 2);
     assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
-    assert_non_null(strstr(o, "17 figures drawn"));
+    assert_non_null(strstr(o, "20 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
     char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
     assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
@@ -385,7 +391,7 @@ static void test_missing_data_skipped(void **state)
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
     assert_non_null(strstr(o, "4 figures drawn"));
-    assert_non_null(strstr(o, "14 skipped"));
+    assert_non_null(strstr(o, "17 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);
