@@ -61,7 +61,7 @@ else
   CFLAGS_CUDA :=
 endif
 
-.PHONY: all tests test test-asan deps data test-data clean bench main
+.PHONY: all tests test test-asan deps data test-data clean bench main fuzz
 all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
@@ -77,9 +77,9 @@ $(BUILD)/f32/kernels/cpu/%.o $(BUILD)/f64/kernels/cpu/%.o: CFLAGS += -fno-trappi
 
 # Importing a Hugging Face model converts, checks and transposes every weight in loops of unknown
 # trip count, which -O2's very-cheap vectorizer cost model leaves scalar (bench/bench_hf_open.c:
-# about 20% of the load time).
+# about 20% of the load time). A GCC option: clang (make fuzz) goes without it.
 IMPORT_LOOPS := io/safetensors_read io/hf_dir
-$(foreach f,$(IMPORT_LOOPS),$(BUILD)/f32/$(f).o $(BUILD)/f64/$(f).o): CFLAGS += -fvect-cost-model=dynamic
+$(foreach f,$(IMPORT_LOOPS),$(BUILD)/f32/$(f).o $(BUILD)/f64/$(f).o): CFLAGS += $(if $(findstring clang,$(CC)),,-fvect-cost-model=dynamic)
 
 $(BUILD)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -173,11 +173,38 @@ test-asan:
 deps:
 	@tools/install_deps.sh
 
+# ---- fuzzing (fuzz/README.md) ----
+# `make fuzz FUZZ_SECONDS=N`: builds every fuzz/fuzz_*.c harness with clang's libFuzzer, ASan and
+# UBSan against a float32 library compiled by the rules above into $(FUZZ_BUILD) (a second make with
+# BUILD, CC and EXTRA_CFLAGS set: -fsanitize=fuzzer-no-link instruments it, the gnuplot templates
+# are generated there like in any build), then runs each harness N seconds (fuzz/run.sh: new inputs
+# go to $(FUZZ_BUILD)/corpus/, crashing ones to $(FUZZ_BUILD)/crashes/; non-zero exit on any).
+# FUZZ_ONLY="dump gguf" picks harnesses; FUZZ_TOTALS=fuzz/totals.txt adds each run to the totals.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 10
+# (-Wno-pass-failed: instrumented `omp simd` loops do not vectorize, which clang reports as a warning)
+FUZZ_CFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+               -Wno-pass-failed
+FUZZ_HARNESSES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_ONLY ?= $(FUZZ_HARNESSES)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CUDA=0 EXTRA_CFLAGS="$(FUZZ_CFLAGS)" \
+		$(FUZZ_ONLY:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TOTALS=$(FUZZ_TOTALS) fuzz/run.sh $(FUZZ_ONLY)
+
+# (inside that second make) one binary per harness, linked with the harnesses' helpers (fuzz/*.c)
+FUZZ_HELPERS := $(patsubst %.c,$(BUILD)/f32/%.o,$(filter-out fuzz/fuzz_%.c,$(wildcard fuzz/*.c)))
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_HELPERS) $(LIB32)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_HELPERS) $(LIB32) $(LDLIBS)
+
 data:
 	@tools/fetch_data.sh data
 	@tools/fetch_smollm2.sh data/models || echo "note: the SmolLM2 tests will be skipped"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

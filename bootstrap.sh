@@ -24,6 +24,13 @@ if [ "$what" = test ]; then
     # the test binaries run side by side too (tests/run_tests.sh: private scratch directories)
     make -j"$jobs"
     TEST_JOBS="$jobs" make -j"$jobs" test
+    # a short run of every fuzz harness (fuzz/README.md), where clang has libFuzzer
+    if printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }\n' |
+        clang -fsanitize=fuzzer -x c -o /dev/null - 2>/dev/null; then
+        make -j"$jobs" fuzz FUZZ_SECONDS=5
+    else
+        echo "note: fuzz smoke skipped (no clang with libFuzzer)"
+    fi
     TEST_JOBS="$jobs" make -j"$jobs" test-asan
 else
     make -j"$jobs"

@@ -189,8 +189,13 @@ static sp_status vet_here(const char *path)
     if (file < 0)
         return SP_OK; /* sp_h5_open reports a file HDF5 cannot open */
     sp_status st = SP_OK;
-    H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, vet_object, &st, H5O_INFO_BASIC);
+    herr_t visited = H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, vet_object, &st,
+                               H5O_INFO_BASIC);
     H5Fclose(file);
+    /* a visit that stopped on an unreadable object header has not vetted what lies past it: the
+     * parent must not read it either */
+    if (visited < 0 && st == SP_OK)
+        return sp_error(SP_ERR_INPUT, "corrupt HDF5 file: its objects cannot all be visited");
     return st;
 }
 

@@ -6,7 +6,9 @@
  * - a compression bomb (hundreds of MiB of deflated zeros in a few hundred KiB) is read where the
  *   budget allows it and refused under --max-memory-gib before anything is allocated (exit 8, the
  *   out-of-memory code, with the sizes);
- * - what spanprobe writes itself stays readable (the same rule on real files). */
+ * - what spanprobe writes itself stays readable (the same rule on real files);
+ * - a file whose object headers stop the vetting walk part-way is refused, not read past the walk
+ *   (inputs the fuzzer found: libhdf5 then overran a global-heap copy or looped in its cache). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,11 +117,27 @@ static void test_compression_bomb_within_budget_only(void **state)
     expect(0, (const char *[]){"inspect", bomb, NULL}, "");
 }
 
+static void test_unvisitable_objects_are_refused(void **state)
+{
+    (void)state;
+    static const char *const found[] = {
+        "fuzz/corpus/checkpoint/regress-vet-visit-stops-h5hg-read-overflow",
+        "fuzz/corpus/checkpoint/regress-vet-visit-stops-h5hg-read-overflow-2",
+        "fuzz/corpus/dump/regress-vet-visit-stops-h5hg-hang",
+        "fuzz/corpus/dump/regress-vet-visit-stops-h5hg-hang-2",
+    };
+    for (size_t i = 0; i < sizeof found / sizeof found[0]; i++) {
+        expect(3, (const char *[]){"inspect", found[i], NULL}, "its objects cannot all be visited");
+        expect(3, (const char *[]){"generate", found[i], "--steps", "2", NULL}, "its objects cannot all be visited");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unwritten_data_is_refused),
         cmocka_unit_test(test_compression_bomb_within_budget_only),
+        cmocka_unit_test(test_unvisitable_objects_are_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
