@@ -44,6 +44,7 @@ typedef struct {
     int singular_values; /* weights: also store every matrix's full singular values */
     int embed_uncentered; /* embed_spectrum: second moment of the rows instead of their covariance */
     double max_memory_gib; /* backend memory budget: the batch is cut so activations take at most half */
+    int skip_positions;   /* the first positions of every sequence left out of what pools tokens */
 } sp_analyze_options;
 
 extern const sp_field_table sp_analyze_option_table;
@@ -71,13 +72,19 @@ typedef struct {
     int has_latents, has_presums;
     /* The evaluation set: n_seqs sequences of seq_len tokens, host memory, in batches of `batch`. */
     const int32_t *tokens;
-    const int32_t *targets; /* next-token targets [n_seqs * seq_len], -1 where none; NULL for dumps */
+    const int32_t *targets; /* next-token targets [n_seqs * seq_len], -1 where none (the first
+                               skip_positions of each sequence too); NULL for dumps */
     int n_seqs, seq_len, batch;
     /* Sequences per forward (+ backward) pass of the analyzers that drive the model themselves
      * (gradients, pruning; analyzers/model_eval.h): batch, or fewer where the parameter gradients
      * would otherwise push those passes past the memory of one pass of batch (driver.c). 0: batch.
      * Results do not depend on it beyond rounding: losses and gradients stay per `batch`. */
     int model_batch;
+    /* --skip-positions: the streaming pass's batches hold positions skip_positions..seq_len-1 of each
+     * sequence only (seq_len - skip_positions rows per sequence: sp_batch_seq_len), so every
+     * analyzer that pools tokens leaves the first ones out (attention sinks, which can dominate such
+     * statistics: docs/metrics.md, growth); the losses leave out their targets. */
+    int skip_positions;
     const sp_analyze_options *opts;
     sp_report *report;
     int quiet;              /* no progress lines from analyzers whose finish() takes long (analyzers/progress.h) */
@@ -90,6 +97,9 @@ typedef struct {
  * in this batch x seq_len. Accessors return NULL where the input has no such array. */
 int sp_batch_rows(const sp_act_batch *b);
 int sp_batch_first_seq(const sp_act_batch *b); /* index of the batch's first sequence */
+int sp_batch_seq_len(const sp_act_batch *b);   /* rows per sequence: seq_len - skip_positions */
+/* The next-token targets of the batch's rows (host, [rows], -1 where none); NULL for a dump. */
+const int32_t *sp_batch_targets(const sp_act_batch *b);
 const sp_real *sp_batch_hidden(const sp_act_batch *b, int layer, int stream); /* [rows, d_model], l = 0..L */
 const sp_real *sp_batch_latent(const sp_act_batch *b, int layer);             /* [rows, d_ff], l = 0..L-1 */
 const sp_real *sp_batch_presum(const sp_act_batch *b, int layer, const char *name); /* "sum_a"/"sum_z" */

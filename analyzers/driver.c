@@ -359,14 +359,32 @@ sp_status sp_analyze_execute(sp_analysis *a, const unsigned char *selected, int 
 
 /* ---- stages 1, 2 and 4 ---- */
 
-typedef struct {
+typedef struct loaded_input loaded_input;
+static sp_status skip_positions(const sp_analyze_job *job, loaded_input *in, sp_analysis *a);
+
+struct loaded_input {
     sp_model *model;
     sp_ckpt_meta meta;
     sp_dump *dump;
     int32_t *dump_tokens;
     sp_eval_set eval;
     char eval_desc[2048];
-} loaded_input;
+};
+
+/* --skip-positions N: the streaming pass keeps positions N.. of each sequence (analyzers/pass.c),
+ * and the first N targets of each sequence become -1, so the losses leave them out too. */
+static sp_status skip_positions(const sp_analyze_job *job, loaded_input *in, sp_analysis *a)
+{
+    const int skip = job->opts.skip_positions;
+    if (skip >= a->seq_len)
+        return sp_error(SP_ERR_USAGE, "--skip-positions %d leaves nothing of sequences of %d tokens (expected 0..%d)",
+                        skip, a->seq_len, a->seq_len - 1);
+    a->skip_positions = skip;
+    for (int s = 0; in->eval.targets && s < in->eval.n_seqs; s++)
+        for (int t = 0; t < skip; t++)
+            in->eval.targets[(size_t)s * a->seq_len + (size_t)t] = -1;
+    return SP_OK;
+}
 
 static void loaded_free(loaded_input *in)
 {
@@ -483,6 +501,7 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
 {
     a->opts = &job->opts;
     a->batch = job->opts.batch < a->n_seqs ? job->opts.batch : a->n_seqs;
+    SP_TRY(skip_positions(job, in, a));
     if (a->model)
         SP_TRY(fit_batch(a, job->quiet));
     char *opts = options_json(job, kind);

@@ -85,7 +85,7 @@ static sp_status growth_begin(const sp_analysis *a, void **state)
     s->n_streams = a->n_streams;
     s->d = a->d_model;
     s->max_rows = a->batch * a->seq_len;
-    int64_t entries = (int64_t)a->n_seqs * a->seq_len * a->d_model;
+    int64_t entries = (int64_t)a->n_seqs * (a->seq_len - a->skip_positions) * a->d_model;
     s->stride = (entries + GROWTH_SAMPLE - 1) / GROWTH_SAMPLE;
     while (s->stride > 1 && gcd(s->stride, s->d) != 1)
         s->stride++;
@@ -141,7 +141,7 @@ static sp_status growth_consume(const sp_analysis *a, void *state, const sp_act_
     growth_state *s = state;
     const int rows = sp_batch_rows(b), d = s->d;
     const size_t n = (size_t)rows * d;
-    const int64_t first_entry = (int64_t)sp_batch_first_seq(b) * a->seq_len * d;
+    const int64_t first_entry = (int64_t)sp_batch_first_seq(b) * sp_batch_seq_len(b) * d;
     for (int k = 0; k < s->n_streams; k++)
         for (int l = 0; l < s->n_h; l++) {
             const sp_real *x = sp_batch_hidden(b, l, k);
@@ -155,7 +155,8 @@ static sp_status growth_consume(const sp_analysis *a, void *state, const sp_act_
                 ls->token_norms[s->n_tokens + r] = token_norm;
                 if (token_norm > ls->max_norm) {
                     ls->max_norm = token_norm;
-                    ls->max_position = r % a->seq_len; /* batches hold whole sequences */
+                    /* batches hold whole sequences, from position skip_positions on */
+                    ls->max_position = r % sp_batch_seq_len(b) + a->skip_positions;
                 }
             }
             a->be->download(s->host, x, n * sizeof *s->host);

@@ -139,7 +139,7 @@ static sp_status lens_consume(const sp_analysis *a, void *state, const sp_act_ba
     lens_state *s = state;
     const int64_t left = s->max_tokens - s->n_tokens;
     const int rows = sp_batch_rows(b) < left ? sp_batch_rows(b) : (int)left, last = s->n_h - 1;
-    const int32_t *targets = a->targets + (size_t)sp_batch_first_seq(b) * (size_t)a->seq_len;
+    const int32_t *targets = sp_batch_targets(b);
     for (int r0 = 0; r0 < rows; r0 += s->tile_rows) {
         const int n = rows - r0 < s->tile_rows ? rows - r0 : s->tile_rows;
         SP_TRY(decode(s, a, b, last, r0, n));

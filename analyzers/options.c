@@ -27,6 +27,8 @@ static const sp_field analyze_fields[] = {
     F(prune_seqs, SP_FIELD_INT, "pruning: evaluation sequences per loss instead (0: prune_batches whole batches)"),
     F(singular_values, SP_FIELD_BOOL, "weights: also store the full singular values of every matrix"),
     F(embed_uncentered, SP_FIELD_BOOL, "embed_spectrum: eigenvalues of E^T E / V instead of the covariance"),
+    F(skip_positions, SP_FIELD_INT, "leave the first N positions of every sequence out of every statistic that "
+                                    "pools tokens and out of the losses (attention sinks)"),
     F(max_memory_gib, SP_FIELD_DOUBLE, "backend (GPU) memory budget, GiB: the sequences per pass are cut so the "
                                        "model's activations take at most half of it"),
 };
@@ -55,6 +57,7 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
         .singular_values = 0,
         .embed_uncentered = 0,
         .max_memory_gib = 8,
+        .skip_positions = 0,
     };
 }
 
@@ -73,6 +76,7 @@ sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *w
         {"grad_batches", o->grad_batches, 1, 1 << 20, NULL},
         {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
         {"prune_seqs", o->prune_seqs, -1, 1 << 20, auto_note},
+        {"skip_positions", o->skip_positions, 0, 1 << 20, NULL},
     };
     SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
     if (!(o->max_memory_gib > 0 && o->max_memory_gib <= 1 << 20))

@@ -8,6 +8,8 @@
 
 int sp_batch_rows(const sp_act_batch *b) { return b->rows; }
 int sp_batch_first_seq(const sp_act_batch *b) { return b->first_seq; }
+int sp_batch_seq_len(const sp_act_batch *b) { return b->seq_len; }
+const int32_t *sp_batch_targets(const sp_act_batch *b) { return b->targets; }
 
 const sp_real *sp_batch_hidden(const sp_act_batch *b, int layer, int stream)
 {
@@ -86,6 +88,18 @@ sp_status sp_pass_init(struct sp_pass *p, const sp_analysis *a, unsigned load, i
     b->latent = ptrs + (size_t)(L + 1) * S;
     b->sum_a = b->latent + L;
     b->sum_z = b->sum_a + L;
+    if (a->skip_positions > 0) {
+        const int width = a->d_ff > a->d_model ? a->d_ff : a->d_model;
+        p->kept = a->be->alloc((size_t)(a->seq_len - a->skip_positions) * (size_t)width * sizeof(sp_real),
+                               "kept positions");
+        p->kept_targets = a->targets ? sp_malloc((size_t)a->batch * (size_t)a->seq_len * sizeof(int32_t),
+                                                 "kept targets")
+                                     : NULL;
+        if (!p->kept || (a->targets && !p->kept_targets)) {
+            sp_pass_free(p);
+            return SP_ERR_NOMEM;
+        }
+    }
     if (!a->dump)
         return SP_OK;
 
@@ -114,6 +128,9 @@ sp_status sp_pass_init(struct sp_pass *p, const sp_analysis *a, unsigned load, i
 void sp_pass_free(struct sp_pass *p)
 {
     sp_dev_bufs_free(p->be, p->bufs, p->n_bufs);
+    if (p->kept)
+        p->be->free(p->kept);
+    free(p->kept_targets);
     free(p->batch.hidden);
     free(p->staging);
     *p = (struct sp_pass){0};
@@ -157,6 +174,43 @@ static sp_status forward_batch(const sp_analysis *a, struct sp_pass *p, int s0, 
     return SP_OK;
 }
 
+/* Moves positions skip..T-1 of each sequence of one array [n_seq * T, width] to the front, in place,
+ * sequence by sequence through p->kept (a backend copy must not overlap itself). */
+static void keep_rows(const sp_analysis *a, struct sp_pass *p, sp_real *x, int width, int n_seq)
+{
+    const int T = a->seq_len, skip = a->skip_positions;
+    const size_t bytes = (size_t)(T - skip) * (size_t)width * sizeof *x;
+    for (int s = 0; s < n_seq; s++) {
+        a->be->copy(p->kept, x + ((size_t)s * T + (size_t)skip) * (size_t)width, bytes);
+        a->be->copy(x + (size_t)s * (size_t)(T - skip) * (size_t)width, p->kept, bytes);
+    }
+}
+
+/* --skip-positions: leaves each array of the batch, and its targets, with the kept positions of each
+ * sequence only. The arrays are the pass's buffers or the model's capture points, which the next
+ * forward pass rewrites anyway (hence the casts); an array reached twice is moved once. */
+static void keep_positions(const sp_analysis *a, struct sp_pass *p, int s0, int n_seq)
+{
+    sp_act_batch *b = &p->batch;
+    const int n_hidden = (a->n_layers + 1) * a->n_streams, n_ptrs = n_hidden + 3 * a->n_layers;
+    for (int i = 0; i < n_ptrs; i++) {
+        const sp_real *x = b->hidden[i]; /* hidden, latent, sum_a and sum_z are one pointer table */
+        int seen = !x;
+        for (int j = 0; j < i && !seen; j++)
+            seen = b->hidden[j] == x;
+        const int width = i >= n_hidden && i < n_hidden + a->n_layers ? a->d_ff : a->d_model;
+        if (!seen)
+            keep_rows(a, p, (sp_real *)x, width, n_seq);
+    }
+    if (!a->targets)
+        return;
+    const int T = a->seq_len, kept = T - a->skip_positions;
+    for (int s = 0; s < n_seq; s++)
+        for (int t = 0; t < kept; t++)
+            p->kept_targets[s * kept + t] = a->targets[(size_t)(s0 + s) * T + (size_t)(a->skip_positions + t)];
+    b->targets = p->kept_targets;
+}
+
 sp_status sp_pass_run(const sp_analysis *a, const char *label, sp_batch_fn fn, void *ctx)
 {
     struct sp_pass *p = a->pass;
@@ -170,8 +224,12 @@ sp_status sp_pass_run(const sp_analysis *a, const char *label, sp_batch_fn fn, v
         st = a->model ? forward_batch(a, p, s0, n_seq) : read_dump_batch(a, p, s0, n_seq);
         a->be->sync();
         p->seconds_input += sp_clock_seconds() - t0;
-        p->batch.rows = n_seq * a->seq_len;
+        p->batch.seq_len = a->seq_len - a->skip_positions;
+        p->batch.rows = n_seq * p->batch.seq_len;
         p->batch.first_seq = s0;
+        p->batch.targets = a->targets ? a->targets + (size_t)s0 * a->seq_len : NULL;
+        if (st == SP_OK && a->skip_positions > 0)
+            keep_positions(a, p, s0, n_seq);
         if (st == SP_OK)
             st = fn(a, ctx, &p->batch);
         sp_progress_update(&progress, i + 1, n_batches);

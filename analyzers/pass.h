@@ -8,7 +8,8 @@
 #include "analyzers/analyzer.h"
 
 struct sp_act_batch {
-    int rows, first_seq, n_layers, n_streams;
+    int rows, first_seq, seq_len, n_layers, n_streams;
+    const int32_t *targets;          /* [rows], host; NULL for a dump */
     const sp_real **hidden;          /* [(L + 1) * n_streams], layer-major */
     const sp_real **latent;          /* [L] */
     const sp_real **sum_a, **sum_z;  /* [L] */
@@ -21,6 +22,8 @@ struct sp_pass {
     sp_real **bufs;       /* dump: backend buffers, one per array and layer */
     int n_bufs;
     sp_real *staging;     /* dump: host rows of one array */
+    sp_real *kept;        /* with skip_positions: backend, the kept rows of one sequence of one array */
+    int32_t *kept_targets; /* with skip_positions: host, the batch's kept targets */
     int quiet;
     double seconds_input; /* forward passes or dump reads, over every pass so far */
 };

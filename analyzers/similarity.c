@@ -104,7 +104,7 @@ static const sp_real *pick_rows(sim_state *s, const sp_analysis *a, const sp_act
         *rows = sp_batch_rows(b);
         return x;
     }
-    const int T = a->seq_len, n_seq = sp_batch_rows(b) / T;
+    const int T = sp_batch_seq_len(b), n_seq = sp_batch_rows(b) / T;
     for (int q = 0; q < n_seq; q++)
         a->be->copy(s->picked + (size_t)q * s->d, x + ((size_t)q * T + T - 1) * s->d, (size_t)s->d * sizeof *x);
     *rows = n_seq;

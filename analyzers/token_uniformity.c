@@ -85,9 +85,9 @@ static sp_status tu_begin(const sp_analysis *a, void **state)
     s->n_h = a->n_layers + 1;
     s->n_streams = a->n_streams;
     s->d = a->d_model;
-    s->seq_len = a->seq_len;
+    s->seq_len = a->seq_len - a->skip_positions; /* the rows of a sequence in a batch */
     s->max_seqs = a->batch;
-    s->max_rows = a->batch * a->seq_len;
+    s->max_rows = a->batch * s->seq_len;
     const size_t rows = (size_t)s->max_rows, d = (size_t)s->d, seqs = (size_t)s->max_seqs;
     SP_TRY(sp_rowops_init(&s->ro, a->be, s->max_rows, s->d));
     s->avg = a->be->alloc(seqs * rows * sizeof(sp_real), "token uniformity block means");
