@@ -56,6 +56,9 @@
                "last layers, where it goes to 0"
 #define WHY_ARGMAX "shares of tokens whose argmax matches: a token whose two largest logits lie within rounding " \
                    "(~1e-6 relative) of each other may flip; 1e-3 allows one in a thousand"
+#define WHY_ATTN "attention probabilities from fp32 scores (q.k of fp32 activations: ~1e-6 relative, ~2e-5 of a " \
+                 "score of 20), reduced in double: entropies (nats), probabilities and cosines move by about " \
+                 "as much (4e-7 at most on SmolLM2-135M, fp32 against fp64); absolute, as they sit near 0 or 1"
 #define WHY_OVER_MEDIAN "divides by the median or smallest eigenvalue, which is round-off when the embedding " \
                         "is rank-deficient (vocab - 1 below d_model or d_model / 2, e.g. bytes at d_model " \
                         "768): fp32 and fp64 then disagree arbitrarily; the eigenvalues themselves are compared"
@@ -114,6 +117,16 @@ const sp_tolerance sp_tolerances[] = {
     KEY_ABS("logit_lens", "kl_*", 1e-5, 1e-3, WHY_KL),
     ARR_ABS("logit_lens", "*", 1e-3, 0, WHY_ARGMAX),
     KEY_ABS("logit_lens", "*", 1e-3, 0, WHY_ARGMAX),
+    /* attention */
+    KEY("attention", "queries", 0, 0, WHY_EXACT),
+    KEY_NOT("attention", "*_block", WHY_ARGEXT),
+    KEY_NOT("attention", "*_head", WHY_ARGEXT),
+    ARR("attention", "distance", 1e-4, 1e-4, WHY_ATTN " (positions: judged against the largest)"),
+    KEY("attention", "distance_mean", 0, 1e-4, WHY_ATTN),
+    ARR("attention", "max_logit", 1e-4, 1e-4, "the largest fp32 score: as precise as the activations"),
+    KEY("attention", "max_logit", 0, 1e-4, "the largest fp32 score: as precise as the activations"),
+    ARR_ABS("attention", "*", 1e-4, 0, WHY_ATTN),
+    KEY_ABS("attention", "*", 1e-4, 0, WHY_ATTN),
     /* grad_norms */
     ARR("grad_norms", "tensor_layer", 0, 0, WHY_EXACT),
     ARR("grad_norms", "tensor_role", 0, 0, WHY_EXACT),

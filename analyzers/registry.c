@@ -10,6 +10,7 @@ extern const sp_analyzer sp_analyzer_presums;
 extern const sp_analyzer sp_analyzer_hidden_spectra;
 extern const sp_analyzer sp_analyzer_ffn_spectra;
 extern const sp_analyzer sp_analyzer_logit_lens;
+extern const sp_analyzer sp_analyzer_attention;
 extern const sp_analyzer sp_analyzer_grad_norms;
 extern const sp_analyzer sp_analyzer_jacobian;
 extern const sp_analyzer sp_analyzer_weights;
@@ -25,6 +26,7 @@ const sp_analyzer *const sp_analyzers[] = {
     &sp_analyzer_hidden_spectra,
     &sp_analyzer_ffn_spectra,
     &sp_analyzer_logit_lens,
+    &sp_analyzer_attention,
     &sp_analyzer_grad_norms,
     &sp_analyzer_jacobian,
     &sp_analyzer_weights,

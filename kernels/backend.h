@@ -35,6 +35,12 @@ typedef struct {
     int window;
 } sp_attn_shape;
 
+/* What attn_stats reports per query row i and head h, over the visible keys j of row i:
+ * ENTROPY -sum_j P_ij ln P_ij (nats); SINK P_i0, the probability on the sequence's first position
+ * (0 where a sliding window hides it); DISTANCE sum_j P_ij (i - j) (positions); MAX_LOGIT max_j s_ij,
+ * the score as the softmax sees it: scaled and, with a soft-cap, capped. */
+enum { SP_ATTN_ENTROPY, SP_ATTN_SINK, SP_ATTN_DISTANCE, SP_ATTN_MAX_LOGIT, SP_ATTN_N_STATS };
+
 struct sp_backend {
     const char *name; /* "cpu" or "cuda" */
 
@@ -117,6 +123,16 @@ struct sp_backend {
                      const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
     void (*attn_jvp)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
                      const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
+    /* Diagnostics of the probabilities P of attn_fwd, recomputed from q and k (its scores, soft-cap,
+     * window and softmax; nothing of `saved` is needed). Per query row r (position i = r % seq_len)
+     * and head h, stats[(r * n_heads + h) * SP_ATTN_N_STATS + s] (double) gets the SP_ATTN_* values
+     * below. head_cos (NULL: not computed) [n_heads, n_heads] gets ADDED, for every row with
+     * i >= first_pos that sees at least two keys, the cosine between the rows P_h,i and P_h',i of
+     * heads h and h': sum_j P_hij P_h'ij / sqrt(sum_j P_hij^2 sum_j P_h'ij^2). Memory: a scratch of
+     * a few query rows of every head at a time, never [seq_len, seq_len] per head. SP_ERR_NOMEM
+     * when that scratch cannot be allocated; device failures go through sp_error as for every op. */
+    sp_status (*attn_stats)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, int first_pos,
+                            double *stats, double *head_cos);
 
     /* ---- embeddings ----
      * out[r] = scale (tok[ids[r]] + pos[r % seq_len]) (pos may be NULL); ids are int32 in backend

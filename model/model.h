@@ -78,6 +78,11 @@ const sp_real *sp_model_ffn_latent(const sp_model *m, int l);
 const sp_real *sp_model_slot(const sp_model *m, int l, const char *slot_name);
 /* The gradient w.r.t. the embedding output (h_0 before embed_norm), after backward, [rows, d_model]. */
 const sp_real *sp_model_embed_grad(const sp_model *m);
+/* The inputs of block l's attention (model/capture.c): q [rows, n_heads * head_dim] and k [rows,
+ * n_kv_heads * head_dim], backend memory, as the backend's attention took them (after the q/k norms
+ * and RoPE), and that call's shape (sizes, scale, soft-cap, window): what be->attn_stats reads.
+ * SP_ERR_USAGE unless a forward pass has run, 0 <= l < n_layers and block l is not skipped. */
+sp_status sp_model_attention_qk(const sp_model *m, int l, const sp_real **q, const sp_real **k, sp_attn_shape *shape);
 
 /* ---- one block as a function, for Jacobian analyzers (after a forward pass) ----
  * Block l maps its input streams (each [rows, d_model]) to its output streams, around the point of

@@ -1,5 +1,6 @@
 /* plots/fig_training.c: the figures of training logs: grad-steps (paper Fig. 3, 14), grad-layers
- * (Fig. 7), loss (Fig. 2, 4) and depth (Fig. 11). */
+ * (Fig. 7), loss (Fig. 2, 4), attn-steps (attention entropy and logits over training) and depth
+ * (Fig. 11). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,9 +210,10 @@ static double tokens_per_step(const sp_trainlog *log)
     return log->col[SP_LOG_STEP][last] > 0 ? log->col[SP_LOG_TOKENS_SEEN][last] / log->col[SP_LOG_STEP][last] : 0;
 }
 
-sp_status sp_fig_loss(sp_plot_ctx *c)
+/* The x axis of figures over training: steps, unless the runs consume different numbers of tokens
+ * per step (then tokens seen). */
+static int x_column(const sp_plot_ctx *c)
 {
-    /* steps on the x axis, unless the runs consume different numbers of tokens per step */
     double per_step = NAN;
     int by_tokens = 0;
     for (int i = 0; i < c->in->n; i++) {
@@ -222,7 +224,14 @@ sp_status sp_fig_loss(sp_plot_ctx *c)
         by_tokens |= !isnan(per_step) && t != per_step;
         per_step = t;
     }
-    const int x_col = by_tokens ? SP_LOG_TOKENS_SEEN : SP_LOG_STEP;
+    return by_tokens ? SP_LOG_TOKENS_SEEN : SP_LOG_STEP;
+}
+
+static const char *x_label(int x_col) { return x_col == SP_LOG_TOKENS_SEEN ? "tokens seen" : "step"; }
+
+sp_status sp_fig_loss(sp_plot_ctx *c)
+{
+    const int x_col = x_column(c);
     sp_plot_span span;
     sp_plot_span_init(&span);
     sp_status st = SP_OK;
@@ -248,10 +257,46 @@ sp_status sp_fig_loss(sp_plot_ctx *c)
     }
     if (st == SP_OK && c->n_runs == 0)
         return skip_without_logs(c, "logged losses");
-    const sp_plot_panel p = {"", by_tokens ? "tokens seen" : "step", "loss (nats/token)", 0, 2, 1, 2, 0,
-                             sp_plot_span_decades(&span)};
+    const sp_plot_panel p = {"", x_label(x_col), "loss (nats/token)", 0, 2, 1, 2, 0, sp_plot_span_decades(&span)};
     if (st == SP_OK)
         sp_plot_var_panels(c, "training loss (solid) and validation loss (dashed)", 2, 0, 1, &p);
+    return st;
+}
+
+/* ---- attn-steps: the attention columns over training ---- */
+
+sp_status sp_fig_attn_steps(sp_plot_ctx *c)
+{
+    const int x_col = x_column(c);
+    sp_status st = SP_OK;
+    for (int i = 0; i < c->in->n && st == SP_OK; i++) {
+        const sp_plot_series *s = &c->in->items[i];
+        if (s->kind != SP_SERIES_TRAINLOG)
+            continue;
+        const double *x = s->log.col[x_col], *entropy = s->log.col[SP_LOG_ATTN_ENTROPY_MIN];
+        const double *logit = s->log.col[SP_LOG_ATTN_MAX_LOGIT];
+        int64_t any = 0;
+        for (int64_t r = 0; r < s->log.n_rows; r++)
+            any += isfinite(entropy[r]) || isfinite(logit[r]);
+        if (!any) {
+            sp_plot_leave_out(c, s, s->log.n_rows ? "the training log has no attention columns (written before "
+                                                    "format 1.1)" : "the training log has no rows");
+            continue;
+        }
+        st = sp_plot_add_run(c, i);
+        sp_plot_block(c, "%s: %s, least mean attention entropy of a head (nats), largest attention score", s->title,
+                      sp_log_column_names[x_col]);
+        for (int64_t r = 0; r < s->log.n_rows; r++)
+            sp_plot_row(c, 3, (double[]){x[r], entropy[r], logit[r]});
+    }
+    if (st == SP_OK && c->n_runs == 0)
+        return skip_without_logs(c, "the attention columns attn_entropy_min and attn_max_logit");
+    const sp_plot_panel p[2] = {
+        {"least mean attention entropy of a head", x_label(x_col), "entropy (nats)", 0, 2, 0, 0, 0, 0},
+        {"largest attention score", x_label(x_col), "score (logit)", 0, 3, 0, 0, 0, 0},
+    };
+    if (st == SP_OK)
+        sp_plot_var_panels(c, "attention over training: entropy collapse and logit growth", 1, 0, 2, p);
     return st;
 }
 

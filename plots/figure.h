@@ -115,6 +115,7 @@ int sp_plot_span_decades(const sp_plot_span *s);
 /* The preparers (plots/fig_*.c), listed in plots/registry.c. */
 sp_status sp_fig_grad_steps(sp_plot_ctx *c);
 sp_status sp_fig_grad_layers(sp_plot_ctx *c);
+sp_status sp_fig_attn_steps(sp_plot_ctx *c);
 sp_status sp_fig_cos_heatmap(sp_plot_ctx *c);
 sp_status sp_fig_cos_distance(sp_plot_ctx *c);
 sp_status sp_fig_spectral_util(sp_plot_ctx *c);
@@ -131,6 +132,7 @@ sp_status sp_fig_presums(sp_plot_ctx *c);
 sp_status sp_fig_block_influence(sp_plot_ctx *c);
 sp_status sp_fig_token_uniformity(sp_plot_ctx *c);
 sp_status sp_fig_logit_lens(sp_plot_ctx *c);
+sp_status sp_fig_attention(sp_plot_ctx *c);
 sp_status sp_fig_prune(sp_plot_ctx *c);
 sp_status sp_fig_cka(sp_plot_ctx *c);
 sp_status sp_fig_drift(sp_plot_ctx *c);

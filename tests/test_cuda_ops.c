@@ -679,6 +679,90 @@ static double *downloaded(const sp_backend *be, const double *p, size_t n)
     return host;
 }
 
+/* ---- attention statistics (attn_stats): doubles out of float scores ---- */
+
+/* max over entries of |got - ref| / max(|ref|, 1): entropies, probabilities and cosines absolutely,
+ * distances, scores and sums of cosines relative. */
+static double max_entry_err(size_t n, const double *got, const double *ref)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), 1);
+        worst = isnan(e) || e > worst ? e : worst; /* a NaN (unwritten) entry fails */
+    }
+    return worst;
+}
+
+static void check_attn_stats(const sp_attn_shape *shape, int first_pos, const char *name)
+{
+    static const char *const stat_names[SP_ATTN_N_STATS] = {"entropy", "sink", "distance", "max logit"};
+    sp_rng rng;
+    sp_rng_seed(&rng, 11);
+    const int rows = shape->batch * shape->seq_len, H = shape->n_heads;
+    dual q = dual_random(&rng, (size_t)rows * H * shape->head_dim, 1.0);
+    dual k = dual_random(&rng, (size_t)rows * shape->n_kv_heads * shape->head_dim, 1.0);
+    const size_t n_rows = (size_t)rows * H, n_stats = n_rows * SP_ATTN_N_STATS, hh = (size_t)H * H;
+    double *unwritten = host_doubles(n_stats), *zeros = host_doubles(hh);
+    for (size_t i = 0; i < n_stats; i++)
+        unwritten[i] = NAN;
+    double *stats_cpu = be_doubles(cpu_be, unwritten, n_stats), *cos_cpu = be_doubles(cpu_be, zeros, hh);
+    double *stats_gpu = be_doubles(gpu_be, unwritten, n_stats), *cos_gpu = be_doubles(gpu_be, zeros, hh);
+    double *stats_again = be_doubles(gpu_be, unwritten, n_stats), *cos_again = be_doubles(gpu_be, zeros, hh);
+    assert_int_equal(cpu_be->attn_stats(shape, q.cpu, k.cpu, first_pos, stats_cpu, cos_cpu), SP_OK);
+    assert_int_equal(gpu_be->attn_stats(shape, q.gpu, k.gpu, first_pos, stats_gpu, cos_gpu), SP_OK);
+    assert_no_error(name);
+    double *want = downloaded(cpu_be, stats_cpu, n_stats), *got = downloaded(gpu_be, stats_gpu, n_stats);
+    double *got_one = host_doubles(n_rows), *want_one = host_doubles(n_rows);
+    for (int s = 0; s < SP_ATTN_N_STATS; s++) {
+        for (size_t r = 0; r < n_rows; r++) {
+            got_one[r] = got[r * SP_ATTN_N_STATS + s];
+            want_one[r] = want[r * SP_ATTN_N_STATS + s];
+        }
+        assert_below(max_entry_err(n_rows, got_one, want_one), gemm_tol(), "%s: attn_stats %s", name, stat_names[s]);
+    }
+    double *cos_want = downloaded(cpu_be, cos_cpu, hh), *cos_got = downloaded(gpu_be, cos_gpu, hh);
+    assert_below(max_entry_err(hh, cos_got, cos_want), gemm_tol(), "%s: attn_stats head cosines", name);
+    /* again with the cosines, and without them (no probabilities written back): the same bits */
+    assert_int_equal(gpu_be->attn_stats(shape, q.gpu, k.gpu, first_pos, stats_again, cos_again), SP_OK);
+    double *cos_twice = downloaded(gpu_be, cos_again, hh);
+    if (memcmp(cos_twice, cos_got, hh * sizeof *cos_got) != 0)
+        fail_msg("%s: attn_stats head cosines: two runs gave different bits", name);
+    assert_int_equal(gpu_be->attn_stats(shape, q.gpu, k.gpu, first_pos, stats_again, NULL), SP_OK);
+    double *stats_twice = downloaded(gpu_be, stats_again, n_stats);
+    if (memcmp(stats_twice, got, n_stats * sizeof *got) != 0)
+        fail_msg("%s: attn_stats without head cosines: other bits than with them", name);
+    assert_no_error(name);
+
+    double *host[] = {unwritten, zeros, want, got, got_one, want_one, cos_want, cos_got, cos_twice, stats_twice};
+    for (size_t i = 0; i < SP_ARRAY_LEN(host); i++)
+        free(host[i]);
+    cpu_be->free(stats_cpu);
+    cpu_be->free(cos_cpu);
+    gpu_be->free(stats_gpu);
+    gpu_be->free(cos_gpu);
+    gpu_be->free(stats_again);
+    gpu_be->free(cos_again);
+    dual_free(&q);
+    dual_free(&k);
+}
+
+static void test_attn_stats(void **state)
+{
+    (void)state;
+    require_gpu();
+    sp_attn_shape shape = {2, 37, 6, 2, 16, 0.25, 0, 0};
+    check_attn_stats(&shape, 0, "causal");
+    shape.scale = 0.4;
+    shape.softcap = 2.0;
+    shape.window = 5;
+    check_attn_stats(&shape, 3, "softcap 2, window 5, from position 3");
+    shape = (sp_attn_shape){1, 130, 4, 1, 8, 0.35, 0, 64};
+    check_attn_stats(&shape, 1, "130 positions, window 64");
+    /* 4 x 8 x 1100 scores a query row: the GPU takes 476 query rows at a time, later chunks from key i0 - 299 */
+    shape = (sp_attn_shape){4, 1100, 8, 2, 8, 0.35, 0, 300};
+    check_attn_stats(&shape, 2, "1100 positions in chunks, window 300");
+}
+
 
 static double now_ms(void)
 {
@@ -954,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_memory),     cmocka_unit_test(test_gemm),       cmocka_unit_test(test_vector_updates),
         cmocka_unit_test(test_reductions), cmocka_unit_test(test_layernorm),  cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_activations), cmocka_unit_test(test_rope),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attn_stats),
         cmocka_unit_test(test_embed),      cmocka_unit_test(test_xent),       cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_naive_references),
         cmocka_unit_test(test_f64_copy_rows_and_mem_stats), cmocka_unit_test(test_f64_widen_and_gemm),

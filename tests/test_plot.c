@@ -29,8 +29,8 @@
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
                                              "cond", "alpha", "jac", "grad-blocks", "growth", "hidden-spectra",
                                              "presums", "block-influence", "token-uniformity",
-                                             "logit-lens", "prune", "drift"};
-static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "depth"};
+                                             "logit-lens", "attention", "prune", "drift"};
+static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "attn-steps", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
 #define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
 
@@ -64,7 +64,8 @@ static void write_log(const char *dir, const char *variant, int n_layers, double
     for (int r = 0; r < rows; r++) {
         double step = 10.0 * (r + 1);
         double scalars[SP_LOG_N_SCALARS] = {step, step * 2048, 1.5 + 3.5 * exp(-r / 6.0),
-                                            r % 6 == 5 ? 1.6 + 3.5 * exp(-r / 6.0) : NAN, 0.003, 1.0, 1e4};
+                                            r % 6 == 5 ? 1.6 + 3.5 * exp(-r / 6.0) : NAN, 0.003, 1.0, 1e4,
+                                            2.0 * exp(-r / 30.0), 1.0 + 0.2 * r};
         double norms[64], ratio[64], rms[65];
         for (int t = 0; t < n_tensors; t++) {
             const int l = t == 0 ? 0 : (t - 1) / 3;
@@ -164,6 +165,15 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     put(r, "jacobian", "sigma_max", 1, L, 0, v);
     put(r, "jacobian", "bound", 1, L, 0, w);
     put(r, "grad_norms", "ffn", 1, L, 0, v);
+    put(r, "attention", "redundancy", 1, L, 0, v);
+    for (int i = 0; i < L * 2; i++) { /* [block, head], two heads */
+        k[i] = 0.9 - 0.1 * i * shift;
+        k[L * 2 + i] = 0.05 * i;
+        k[L * 4 + i] = 3 + i * shift;
+    }
+    put(r, "attention", "entropy_normalized", 2, L, 2, k);
+    put(r, "attention", "sink_mass", 2, L, 2, k + L * 2);
+    put(r, "attention", "max_logit", 2, L, 2, k + L * 4);
     if (with_pruning) {
         put(r, "pruning", "delta_skip_block", 1, L, 0, v);
         put(r, "pruning", "delta_drop_last", 1, L - 1, 0, w + 1);
@@ -268,7 +278,7 @@ static void test_every_figure(void **state)
     assert_int_equal(scratch_count_lines(e), 2);
     assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
-    assert_non_null(strstr(o, "20 figures drawn"));
+    assert_non_null(strstr(o, "22 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
     char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
     assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
@@ -290,6 +300,11 @@ static void test_every_figure(void **state)
     script = read_text(out, "grad-layers.gp");
     assert_non_null(strstr(script, "array panel_log[3] = [1, 1, 1]"));
     free(script);
+    /* attention: per block the mean over heads and the extreme head; pre's block 1 (shift 0.2):
+     * entropy 0.86, 0.84 (mean 0.85, lowest 0.84), sink 0.1, 0.15 (mean 0.125, highest 0.15) */
+    data = read_text(out, "attention.dat");
+    assert_non_null(strstr(data, "\n1 0.85 0.84 0.125 0.15 "));
+    free(data);
     script = read_text(out, "cos-heatmap.gp");
     assert_non_null(strstr(script, "cb_min = 0"));
     assert_non_null(strstr(script, "set cblabel heat_label"));
@@ -390,8 +405,8 @@ static void test_missing_data_skipped(void **state)
     }
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
-    assert_non_null(strstr(o, "4 figures drawn"));
-    assert_non_null(strstr(o, "17 skipped"));
+    assert_non_null(strstr(o, "5 figures drawn"));
+    assert_non_null(strstr(o, "18 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);

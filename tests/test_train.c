@@ -13,11 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
 #include <cmocka.h>
 
 #include "io/checkpoint.h"
 #include "io/config_file.h"
 #include "support/cli_expect.h"
+#include "support/h5_edit.h"
 #include "support/scratch.h"
 #include "support/train_runs.h"
 #include "support/tree.h"
@@ -299,7 +301,7 @@ static void test_trainlog_round_trip(void **state)
     assert_int_equal(sp_trainlog_init(&log, 2, names, 3), SP_OK);
     for (int r = 0; r < 5; r++) {
         double s[SP_LOG_N_SCALARS] = {10.0 * (r + 1), 640.0 * (r + 1), 5.0 - r * 0.1, r % 2 ? 4.5 : NAN, 1e-3,
-                                      0.5 + r, 1234.5};
+                                      0.5 + r, 1234.5, 2.0 - r * 0.25, 3.0 + r};
         double tg[2] = {r, r + 0.5}, ur[2] = {1e-3 * r, 2e-3}, hr[3] = {1, 2, 3.0 + r};
         assert_int_equal(sp_trainlog_append(&log, s, tg, ur, hr), SP_OK);
     }
@@ -324,6 +326,23 @@ static void test_trainlog_round_trip(void **state)
     sp_trainlog_truncate(&back, 30); /* rows with step <= 30 stay */
     assert_int_equal(back.n_rows, 3);
     sp_trainlog_free(&back);
+    /* a 1.0 log, written before the attention columns, reads with those columns NaN */
+    char old[4096];
+    scratch_path(old, sizeof old, "log-1.0.h5");
+    h5_edit_copy(path, old);
+    h5_edit_set_str(old, "/", "format_version", "1.0");
+    h5_edit_delete(old, "/attn_entropy_min");
+    h5_edit_delete(old, "/attn_max_logit");
+    assert_int_equal(sp_trainlog_read(old, &back), SP_OK);
+    for (int r = 0; r < 5; r++)
+        assert_true(isnan(back.col[SP_LOG_ATTN_ENTROPY_MIN][r]) && isnan(back.col[SP_LOG_ATTN_MAX_LOGIT][r]) &&
+                    back.col[SP_LOG_TRAIN_LOSS][r] == log.col[SP_LOG_TRAIN_LOSS][r]);
+    sp_trainlog_free(&back);
+    /* a 1.1 log without them is damaged */
+    h5_edit_set_str(old, "/", "format_version", "1.1");
+    assert_int_not_equal(sp_trainlog_read(old, &back), SP_OK);
+    sp_error_clear();
+    unlink(old);
     sp_trainlog_free(&log);
     /* a file that is not a training log is refused with its name */
     char other[4096];
@@ -347,6 +366,15 @@ static void assert_same_losses(const char *log_a, const char *log_b)
     for (int64_t r = 0; r < a.n_rows; r++)
         n_val += isfinite(a.col[SP_LOG_VAL_LOSS][r]);
     assert_true(n_val >= 4); /* eval every 5 steps and at the end */
+    /* attention columns on every row: an entropy between 0 and that of uniform attention over the
+     * longest window (ln seq_len, read from the run's options) */
+    cJSON *opts = cJSON_Parse(a.options_json);
+    const double seq_len = cJSON_GetNumberValue(cJSON_GetObjectItem(opts, "seq_len"));
+    cJSON_Delete(opts);
+    assert_true(seq_len >= 2);
+    for (int64_t r = 0; r < a.n_rows; r++)
+        assert_true(a.col[SP_LOG_ATTN_ENTROPY_MIN][r] > 0 && a.col[SP_LOG_ATTN_ENTROPY_MIN][r] <= log(seq_len) &&
+                    isfinite(a.col[SP_LOG_ATTN_MAX_LOGIT][r]));
     assert_string_equal(a.status, "done");
     assert_true(isfinite(a.final_val_loss));
     sp_trainlog_free(&a);

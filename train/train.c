@@ -15,6 +15,7 @@
 #include "io/dirs.h"
 #include "io/file_read.h"
 #include "io/output_set.h"
+#include "model/attn_summary.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -40,6 +41,10 @@ typedef struct {
     int64_t step, tokens_seen, position; /* steps done, tokens consumed, windows consumed */
     double lr;                           /* of the last step */
     double *tensor_norms, *update_ratio, *hidden_rms;
+    sp_attn_summary *attn;               /* the attention columns of the log */
+    sp_attn_head_sums *attn_sums;        /* [n_heads] */
+    double *attn_head_cos;               /* [n_heads, n_heads]: computed along, not logged */
+    double attn_entropy_min, attn_max_logit;
     double t_start, t_row;               /* wall clock at this process's first step and last row */
     int64_t step_start, tokens_row;      /* step at this process's start; tokens_seen at the last row */
     int tty;
@@ -217,9 +222,13 @@ static sp_status alloc_run_buffers(sp_run *r)
     r->update_ratio = sp_calloc((size_t)n, sizeof(double), "update ratios");
     r->hidden_rms = sp_calloc((size_t)r->cfg.n_layers + 1, sizeof(double), "hidden RMS");
     r->prev_buf = r->be->alloc(sp_model_n_weights(r->m) * sizeof(sp_real), "previous weights");
+    const size_t heads = (size_t)r->cfg.n_heads;
+    r->attn_sums = sp_malloc(heads * sizeof *r->attn_sums, "attention sums");
+    r->attn_head_cos = sp_malloc(heads * heads * sizeof *r->attn_head_cos, "attention head cosines");
     if (!r->params || !r->grads || !r->prev || !r->inputs || !r->targets || !r->tensor_norms || !r->update_ratio ||
-        !r->hidden_rms || !r->prev_buf)
+        !r->hidden_rms || !r->prev_buf || !r->attn_sums || !r->attn_head_cos)
         return SP_ERR_NOMEM;
+    SP_TRY(sp_attn_summary_create(r->m, (int)rows, &r->attn));
     size_t offset = 0;
     for (int i = 0; i < n; i++) {
         r->params[i] = sp_model_param(r->m, i);
@@ -427,6 +436,9 @@ static void teardown(sp_run *r)
     free(r->tensor_norms);
     free(r->update_ratio);
     free(r->hidden_rms);
+    sp_attn_summary_free(r->attn);
+    free(r->attn_sums);
+    free(r->attn_head_cos);
     free(r->options_json);
     sp_trainlog_free(&r->log);
     sp_optim_free(r->o);
@@ -466,6 +478,25 @@ static void measure_hidden(sp_run *r)
     }
 }
 
+/* The least mean attention entropy of a head and the largest attention score, over every block of
+ * the last forward pass (its q and k: the step's last micro-batch). */
+static sp_status measure_attention(sp_run *r)
+{
+    const int H = r->cfg.n_heads;
+    r->attn_entropy_min = INFINITY;
+    r->attn_max_logit = -INFINITY;
+    for (int l = 0; l < r->cfg.n_layers; l++) {
+        sp_attn_head_sums_init(r->attn_sums, H);
+        SP_TRY(sp_attn_summary_add(r->attn, l, 0, r->attn_sums, r->attn_head_cos));
+        for (int h = 0; h < H; h++) {
+            const sp_attn_head_sums *sum = &r->attn_sums[h];
+            r->attn_entropy_min = fmin(r->attn_entropy_min, sum->entropy / (double)sum->queries);
+            r->attn_max_logit = fmax(r->attn_max_logit, sum->max_logit);
+        }
+    }
+    return SP_OK;
+}
+
 /* ||W - W_prev|| / ||W_prev|| per tensor (overwrites prev). */
 static void measure_updates(sp_run *r)
 {
@@ -497,6 +528,7 @@ static void print_progress(sp_run *r, double loss, double val, double tokens_per
 static sp_status log_row(sp_run *r, double loss, double grad_norm, int eval)
 {
     measure_hidden(r); /* before eval_loss, whose forward passes replace the activations */
+    SP_TRY(measure_attention(r));
     measure_updates(r);
     double val = NAN;
     if (eval)
@@ -509,7 +541,8 @@ static sp_status log_row(sp_run *r, double loss, double grad_norm, int eval)
         [SP_LOG_STEP] = (double)r->step,         [SP_LOG_TOKENS_SEEN] = (double)r->tokens_seen,
         [SP_LOG_TRAIN_LOSS] = loss,              [SP_LOG_VAL_LOSS] = val,
         [SP_LOG_LR] = r->lr,                     [SP_LOG_GRAD_NORM] = grad_norm,
-        [SP_LOG_TOKENS_PER_S] = tokens_per_s,
+        [SP_LOG_TOKENS_PER_S] = tokens_per_s,    [SP_LOG_ATTN_ENTROPY_MIN] = r->attn_entropy_min,
+        [SP_LOG_ATTN_MAX_LOGIT] = r->attn_max_logit,
     };
     SP_TRY(sp_trainlog_append(&r->log, scalars, r->tensor_norms, r->update_ratio, r->hidden_rms));
     sp_trainlog_csv_row(&r->log, r->log.n_rows - 1, r->csv);

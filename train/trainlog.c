@@ -6,8 +6,13 @@
 
 #include "io/h5.h"
 
-const char *const sp_log_column_names[] = {"step",     "tokens_seen", "train_loss",   "val_loss",
-                                           "lr",       "grad_norm",   "tokens_per_s", NULL};
+const char *const sp_log_column_names[] = {"step",         "tokens_seen",      "train_loss",
+                                           "val_loss",     "lr",               "grad_norm",
+                                           "tokens_per_s", "attn_entropy_min", "attn_max_logit",
+                                           NULL};
+
+/* The first column a 1.0 log lacks: from it on, a column a log does not have reads as NaN. */
+#define FIRST_COLUMN_OF_1_1 SP_LOG_ATTN_ENTROPY_MIN
 
 /* step and tokens_seen are counts, stored as int64 (held as double in memory: exact below 2^53) */
 static int column_is_integer(int c) { return c == SP_LOG_STEP || c == SP_LOG_TOKENS_SEEN; }
@@ -192,7 +197,8 @@ static sp_status extent(hid_t file, const char *name, H5T_class_t cls, int rank,
 
 static sp_status read_contents(hid_t file, const char *path, sp_trainlog *log)
 {
-    SP_TRY(sp_h5_check_format(file, SP_TRAINLOG_FORMAT, SP_TRAINLOG_VERSION_MAJOR, NULL));
+    int minor;
+    SP_TRY(sp_h5_check_format(file, SP_TRAINLOG_FORMAT, SP_TRAINLOG_VERSION_MAJOR, &minor));
     int64_t n_rows, n_tensors, n_hidden;
     SP_TRY(extent(file, "step", H5T_INTEGER, 1, 0, &n_rows));
     SP_TRY(extent(file, "tensor_names", H5T_STRING, 1, 0, &n_tensors));
@@ -209,9 +215,15 @@ static sp_status read_contents(hid_t file, const char *path, sp_trainlog *log)
         log->tensor_names[i][SP_PARAM_NAME_MAX - 1] = '\0';
     SP_TRY(reserve(log, n_rows));
     int64_t dims[2] = {n_rows, 0};
-    for (int c = 0; c < SP_LOG_N_SCALARS; c++)
+    for (int c = 0; c < SP_LOG_N_SCALARS; c++) {
+        if (minor < 1 && c >= FIRST_COLUMN_OF_1_1) {
+            for (int64_t r = 0; r < n_rows; r++)
+                log->col[c][r] = NAN;
+            continue;
+        }
         SP_TRY(read_array(file, sp_log_column_names[c], column_is_integer(c) ? H5T_INTEGER : H5T_FLOAT,
                           H5T_NATIVE_DOUBLE, 1, dims, log->col[c]));
+    }
     matrix_ref mats[3];
     for (int i = 0, n = matrices(log, mats); i < n; i++) {
         dims[1] = mats[i].width;

@@ -1,4 +1,4 @@
-/* train/trainlog.h: the training log, HDF5 format "spanprobe-trainlog" 1.0, plus a CSV for quick looks.
+/* train/trainlog.h: the training log, HDF5 format "spanprobe-trainlog" 1.1, plus a CSV for quick looks.
  *
  * One row per logged step. The HDF5 file (docs/formats.md, docs/training.md) holds one dataset per
  * column, so h5py reads it as f["train_loss"][:]:
@@ -10,6 +10,7 @@
  *   /step, /tokens_seen                      int64 [rows]
  *   /train_loss, /val_loss, /lr, /grad_norm, /tokens_per_s   float64 [rows] (val_loss NaN when not
  *                                             evaluated at that row)
+ *   /attn_entropy_min, /attn_max_logit        float64 [rows] (since 1.1; a 1.0 log reads as NaN)
  *   /tensor_grad_norm, /update_ratio          float64 [rows, n_tensors]
  *   /tensor_names                             fixed-length strings [n_tensors] (model/params.h names)
  *   /hidden_rms                               float64 [rows, n_layers + 1]
@@ -29,7 +30,7 @@
 
 #define SP_TRAINLOG_FORMAT "spanprobe-trainlog"
 #define SP_TRAINLOG_VERSION_MAJOR 1
-#define SP_TRAINLOG_VERSION_MINOR 0
+#define SP_TRAINLOG_VERSION_MINOR 1
 
 /* The scalar columns, in file and CSV order. */
 typedef enum {
@@ -40,6 +41,10 @@ typedef enum {
     SP_LOG_LR,           /* learning rate of this step */
     SP_LOG_GRAD_NORM,    /* global L2 norm of the gradient, before clipping */
     SP_LOG_TOKENS_PER_S, /* training throughput since the previous row */
+    /* Of this step's (last micro-)batch, over every block and head (model/attn_summary.h): entropy
+     * collapse shows first here (Zhai et al. 2023). */
+    SP_LOG_ATTN_ENTROPY_MIN, /* nats: the least mean attention entropy of a head */
+    SP_LOG_ATTN_MAX_LOGIT,   /* the largest attention score, as the softmax sees it */
     SP_LOG_N_SCALARS
 } sp_log_column;
 

@@ -69,8 +69,7 @@ static size_t p_at(const attn_dims *s, int b, int h)
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-/* The first key query i sees (keys first_key..i are visible). */
-static int first_key(const attn_dims *s, int i) { return s->window > 0 && i >= s->window ? i - s->window + 1 : 0; }
+static int first_key(const attn_dims *s, int i) { return sp_cpu_attn_first_key(s->window, i); }
 
 static int parallel_worth(const sp_attn_shape *shape)
 {

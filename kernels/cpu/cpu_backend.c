@@ -130,6 +130,7 @@ static const sp_backend cpu_backend = {
     .attn_fwd = sp_cpu_attn_fwd,
     .attn_bwd = sp_cpu_attn_bwd,
     .attn_jvp = sp_cpu_attn_jvp,
+    .attn_stats = sp_cpu_attn_stats,
     .embed_fwd = sp_cpu_embed_fwd,
     .embed_bwd = sp_cpu_embed_bwd,
     .xent_fwd = sp_cpu_xent_fwd,

@@ -77,6 +77,12 @@ void sp_cpu_attn_bwd(const sp_attn_shape *shape, const sp_real *q, const sp_real
                      const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
 void sp_cpu_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
                      const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
+/* The first key query i sees with a sliding window (0: causal only): keys first..i are visible. */
+static inline int sp_cpu_attn_first_key(int window, int i) { return window > 0 && i >= window ? i - window + 1 : 0; }
+
+/* cpu_attn_stats.c */
+sp_status sp_cpu_attn_stats(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, int first_pos,
+                            double *stats, double *head_cos);
 
 /* cpu_embed.c */
 void sp_cpu_embed_fwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,

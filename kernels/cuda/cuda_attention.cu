@@ -82,9 +82,6 @@ static void pt_times_q_gemm(const attn_layout *l, int h, float alpha, const floa
                          l->batch);
 }
 
-/* The first key query i sees (keys first..i are visible). */
-static __device__ int first_key(int i, int window) { return window > 0 && i >= window ? i - window + 1 : 0; }
-
 /* In place on the scores, one warp per row of every (sequence, head): soft-cap, masked softmax, in
  * double; 0 outside the visible keys. */
 static __global__ void masked_softmax_kernel(int n_rows, int seq_len, double softcap, int window, float *s)
@@ -92,7 +89,7 @@ static __global__ void masked_softmax_kernel(int n_rows, int seq_len, double sof
     const int row = blockIdx.x * SP_CUDA_ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_rows)
         return;
-    const int i = row % seq_len, lo = first_key(i, window); /* keys lo..i are visible */
+    const int i = row % seq_len, lo = sp_cuda_attn_first_key(i, window); /* keys lo..i are visible */
     float *sr = s + (size_t)row * seq_len;
     if (softcap > 0)
         for (int j = lo + lane; j <= i; j += 32)
@@ -117,7 +114,7 @@ static __global__ void softmax_jacobian_kernel(int n_rows, int seq_len, int wind
     const int row = blockIdx.x * SP_CUDA_ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_rows)
         return;
-    const int i = row % seq_len, lo = first_key(i, window);
+    const int i = row % seq_len, lo = sp_cuda_attn_first_key(i, window);
     const float *pr = p + (size_t)row * seq_len;
     float *xr = x + (size_t)row * seq_len;
     double row_sum = 0;

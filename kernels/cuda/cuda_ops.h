@@ -215,6 +215,15 @@ void sp_cuda_attn_bwd(const sp_attn_shape *shape, const float *q, const float *k
                       const float *dout, float *dq, float *dk, float *dv);
 void sp_cuda_attn_jvp(const sp_attn_shape *shape, const float *q, const float *k, const float *v, const float *saved,
                       const float *tq, const float *tk, const float *tv, float *tout);
+/* The first key query i sees with a sliding window (0: causal only): keys first..i are visible. */
+static __host__ __device__ inline int sp_cuda_attn_first_key(int i, int window)
+{
+    return window > 0 && i >= window ? i - window + 1 : 0;
+}
+
+/* cuda_attn_stats.cu */
+sp_status sp_cuda_attn_stats(const sp_attn_shape *shape, const float *q, const float *k, int first_pos, double *stats,
+                             double *head_cos);
 
 /* cuda_embed.cu */
 void sp_cuda_embed_fwd(int rows, int seq_len, int dim, float scale, const int32_t *ids, const float *tok,

@@ -106,6 +106,11 @@ static void m_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_re
 {
     CPU(attn_jvp)(shape, U(q), U(k), U(v), U(saved), U(tq), U(tk), U(tv), U(tout));
 }
+static sp_status m_attn_stats(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, int first_pos,
+                              double *stats, double *head_cos)
+{
+    return CPU(attn_stats)(shape, U(q), U(k), first_pos, U(stats), U(head_cos));
+}
 
 static void m_embed_fwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,
                         const sp_real *pos, sp_real *out)
@@ -151,7 +156,7 @@ static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, s
 
 /* The name and every op of kernels/backend.h, all pointer-sized: an op added there changes the
  * size, and this build stops until it is wrapped below. */
-#define MASKED_N_FIELDS 42
+#define MASKED_N_FIELDS 43
 _Static_assert(sizeof(sp_backend) == MASKED_N_FIELDS * sizeof(void (*)(void)),
                "kernels/backend.h changed: wrap the new op in tests/support/masked_backend.c");
 
@@ -189,6 +194,7 @@ static const sp_backend masked = {
     .attn_fwd = m_attn_fwd,
     .attn_bwd = m_attn_bwd,
     .attn_jvp = m_attn_jvp,
+    .attn_stats = m_attn_stats,
     .embed_fwd = m_embed_fwd,
     .embed_bwd = m_embed_bwd,
     .xent_fwd = m_xent_fwd,
