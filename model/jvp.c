@@ -1,6 +1,36 @@
 /* model/jvp.c: the forward-mode interpreter of a block recipe: tangent slots pushed through the
- * steps in order, linearized at the saved activations of the last forward pass. */
+ * steps in order, linearized at the saved activations of the last forward pass, with the block's
+ * parameters fixed (sp_model_block_jvp) or moving along a tangent (Hessian-vector products). */
 #include "model/model_internal.h"
+
+void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan)
+{
+    const sp_recipe *r = m->blocks[l].recipe;
+    const sp_block_state *st = &m->state[l];
+    sp_real *const *t = tan->t->slot;
+    const sp_backend *be = m->be;
+    const int rows = m->rows, d = m->cfg.d_model;
+    const size_t n = (size_t)rows * (size_t)d;
+    for (int s = 0; s < r->n_steps; s++) {
+        const sp_step *step = &r->steps[s];
+        sp_real *td = t[step->dst];
+        const sp_real *a = st->slot[step->a], *ta = t[step->a];
+        const sp_real ca = (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_a);
+        switch (step->kind) {
+        case SP_STEP_NORM:
+            sp_norm_op_jvp(m, m->blocks[l].norms[step->norm], rows, d, a, &st->norm[s], ta, td, tan);
+            if (ca != 1)
+                be->scale(n, ca, td);
+            break;
+        case SP_STEP_ATTN: sp_attn_jvp(m, l, a, &st->attn, ta, td, tan); break;
+        case SP_STEP_FFN: sp_ffn_jvp(m, l, a, &st->ffn, ta, td, tan); break;
+        case SP_STEP_ADD:
+            be->axpby(n, ca, ta, 0, td);
+            be->axpby(n, (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_b), t[step->b], 1, td);
+            break;
+        }
+    }
+}
 
 sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out)
 {
@@ -9,39 +39,16 @@ sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_
         sp_block_identity(m, l, t_in, t_out, 0);
         return sp_model_sync(m);
     }
+    /* the tangents go through block_apply's probe state; the parameters stay */
+    sp_block_state *probe = NULL;
+    SP_TRY(sp_model_probe_state(m, l, &probe));
     const sp_recipe *r = m->blocks[l].recipe;
-    const sp_block_state *st = &m->state[l];
-    const sp_backend *be = m->be;
-    const int rows = m->rows, d = m->cfg.d_model;
-    const size_t n = (size_t)rows * (size_t)d;
-    sp_real *out[SP_RECIPE_MAX_SLOTS] = {0}; /* where each written slot's tangent goes */
-    const sp_real *t[SP_RECIPE_MAX_SLOTS] = {0};
-    for (int i = r->n_streams; i < r->n_slots; i++)
-        out[i] = m->scratch.slot[i];
-    for (int s = 0; s < r->n_streams; s++) {
-        t[s] = t_in[s];
-        out[r->out_slots[s]] = t_out[s];
-    }
-
-    for (int s = 0; s < r->n_steps; s++) {
-        const sp_step *step = &r->steps[s];
-        sp_real *td = out[step->dst];
-        const sp_real *ta = t[step->a];
-        const sp_real ca = (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_a);
-        switch (step->kind) {
-        case SP_STEP_NORM:
-            sp_norm_op_jvp(m, m->blocks[l].norms[step->norm], rows, d, st->slot[step->a], &st->norm[s], ta, td);
-            if (ca != 1)
-                be->scale(n, ca, td);
-            break;
-        case SP_STEP_ATTN: sp_attn_jvp(m, l, &st->attn, ta, td); break;
-        case SP_STEP_FFN: sp_ffn_jvp(m, l, &st->ffn, ta, td); break;
-        case SP_STEP_ADD:
-            be->axpby(n, ca, ta, 0, td);
-            be->axpby(n, (sp_real)sp_recipe_coef(&m->cfg, l, step->coef_b), t[step->b], 1, td);
-            break;
-        }
-        t[step->dst] = td;
-    }
+    const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
+    for (int s = 0; s < r->n_streams; s++)
+        m->be->copy(probe->slot[s], t_in[s], bytes);
+    const sp_tangent tan = {.t = probe};
+    sp_block_jvp(m, l, &tan);
+    for (int s = 0; s < r->n_streams; s++)
+        m->be->copy(t_out[s], probe->slot[r->out_slots[s]], bytes);
     return sp_model_sync(m);
 }
