@@ -32,23 +32,14 @@ void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan)
     }
 }
 
+/* The JVP with the parameters fixed, on a state whose slots hold tangents (block_apply's probe). */
+static void fixed_params_jvp(sp_model *m, int l, sp_block_state *t)
+{
+    const sp_tangent tan = {.t = t};
+    sp_block_jvp(m, l, &tan);
+}
+
 sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out)
 {
-    SP_TRY(sp_model_check_block(m, l, "sp_model_block_jvp"));
-    if (sp_model_block_skipped(m, l)) {
-        sp_block_identity(m, l, t_in, t_out, 0);
-        return sp_model_sync(m);
-    }
-    /* the tangents go through block_apply's probe state; the parameters stay */
-    sp_block_state *probe = NULL;
-    SP_TRY(sp_model_probe_state(m, l, &probe));
-    const sp_recipe *r = m->blocks[l].recipe;
-    const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
-    for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(probe->slot[s], t_in[s], bytes);
-    const sp_tangent tan = {.t = probe};
-    sp_block_jvp(m, l, &tan);
-    for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(t_out[s], probe->slot[r->out_slots[s]], bytes);
-    return sp_model_sync(m);
+    return sp_model_probe_run(m, l, "sp_model_block_jvp", fixed_params_jvp, t_in, t_out);
 }

@@ -244,6 +244,10 @@ void sp_output_fwd(sp_model *m, int rows, const sp_real *const *x, const sp_out_
 /* ---- block interpreters (model/forward.c, model/backward.c, model/jvp.c) ---- */
 /* SP_ERR_USAGE naming `who` unless a forward pass has run and 0 <= l < n_layers. */
 sp_status sp_model_check_block(const sp_model *m, int l, const char *who);
+/* The block-as-a-function entry points: the inputs copied into block_apply's probe state, run on it,
+ * its output slots copied out (a skipped block: the identity). */
+sp_status sp_model_probe_run(sp_model *m, int l, const char *who, void (*run)(sp_model *m, int l, sp_block_state *st),
+                             const sp_real *const *in, sp_real *const *out);
 void sp_block_forward(sp_model *m, int l, sp_block_state *st);
 /* g_out: stream output gradients (scaled in place, consumed); g_in: ADDed into. With tan, each
  * step's tangent follows it (tan->g_out, tan->g_in likewise; tan->t holds the block's forward

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "tests/support/model_fixture.h"
+#include "tests/support/config_tests.h"
 #include "tests/support/vec_util.h"
 
 #define BATCH 2
@@ -122,34 +122,10 @@ static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
     sp_model_free(p.m);
 }
 
-/* The gradient check's configurations (tests/test_model_grad_f64.c). */
-static void check_variant(void **state)
-{
-    const int variant = (int)(intptr_t)*state;
-    for (int combo = 0; combo < 8; combo++) {
-        const int norm = combo & 1 ? SP_NORM_RMSNORM : SP_NORM_LAYERNORM;
-        const int ffn = combo & 2 ? SP_FFN_SWIGLU : SP_FFN_GELU;
-        const int pos = combo & 4 ? SP_POS_ROPE : SP_POS_LEARNED;
-        sp_config cfg;
-        fixture_tiny_config(&cfg, variant, norm, ffn, pos);
-        cfg.tie_embeddings = (pos == SP_POS_ROPE) ^ (ffn == SP_FFN_SWIGLU);
-        if (ffn == SP_FFN_SWIGLU && pos == SP_POS_LEARNED)
-            cfg.final_norm = !cfg.final_norm;
-        cfg.embed_norm = variant == SP_VARIANT_PERI && norm == SP_NORM_RMSNORM;
-        char what[128];
-        snprintf(what, sizeof what, "%s/%s/%s/%s%s", sp_variant_names[variant], sp_norm_names[norm],
-                 sp_ffn_names[ffn], sp_pos_names[pos], cfg.tie_embeddings ? "/tied" : "");
-        check_config(&cfg, (uint64_t)(variant * 8 + combo), what);
-    }
-}
+/* The gradient check's configurations. */
+static void check_variant(void **state) { config_grad_combos((int)(intptr_t)*state, check_config); }
 
-static void check_pretrained(void **state)
-{
-    const int i = (int)(intptr_t)*state;
-    sp_config cfg;
-    const char *name = fixture_pretrained_config(i, &cfg);
-    check_config(&cfg, (uint64_t)(200 + i), name);
-}
+static void check_pretrained(void **state) { config_pretrained((int)(intptr_t)*state, 200, check_config); }
 
 /* sp_model_hvp refuses a pass without targets and a block outside the model. */
 static void test_hvp_usage_errors(void **state)
@@ -171,17 +147,8 @@ static void test_hvp_usage_errors(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED + 1];
-    static char names[FIXTURE_N_PRETRAINED][64];
-    for (int v = 0; v < SP_N_VARIANTS; v++)
-        tests[v] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = check_variant,
-                                       .initial_state = (void *)(intptr_t)v};
-    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
-        sp_config cfg;
-        snprintf(names[i], sizeof names[i], "pretrained %s", fixture_pretrained_config(i, &cfg));
-        tests[SP_N_VARIANTS + i] = (struct CMUnitTest){.name = names[i], .test_func = check_pretrained,
-                                                       .initial_state = (void *)(intptr_t)i};
-    }
-    tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED] = (struct CMUnitTest)cmocka_unit_test(test_hvp_usage_errors);
+    struct CMUnitTest tests[CONFIG_N_TESTS + 1];
+    config_tests(tests, check_variant, check_pretrained);
+    tests[CONFIG_N_TESTS] = (struct CMUnitTest)cmocka_unit_test(test_hvp_usage_errors);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

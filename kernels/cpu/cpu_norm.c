@@ -46,6 +46,17 @@ void sp_cpu_norm_fwd(sp_norm_kind kind, int rows, int dim, sp_real eps, const sp
     }
 }
 
+/* dgain[j0 + j] += sg[j], dbias[j0 + j] += sb[j] for the columns of one block (either may be NULL). */
+static void add_column_sums(int j0, int width, const double *sg, const double *sb, sp_real *dgain, sp_real *dbias)
+{
+    for (int j = 0; j < width; j++) {
+        if (dgain)
+            dgain[j0 + j] += (sp_real)sg[j];
+        if (dbias)
+            dbias[j0 + j] += (sp_real)sb[j];
+    }
+}
+
 /* mean(w) and mean(xhat * w) of one row, where w = w_raw * w_scale (w_scale NULL: 1). */
 static void row_moments(sp_norm_kind kind, int dim, const sp_real *xr, double mu, double rs, const sp_real *w_raw,
                         const sp_real *w_scale, double *mean_w, double *mean_xw)
@@ -93,12 +104,7 @@ void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
                 sb[j] += d;
             }
         }
-        for (int j = 0; j < width; j++) {
-            if (dgain)
-                dgain[j0 + j] += (sp_real)sg[j];
-            if (dbias)
-                dbias[j0 + j] += (sp_real)sb[j];
-        }
+        add_column_sums(j0, width, sg, sb, dgain, dbias);
     }
 }
 
@@ -172,12 +178,7 @@ void sp_cpu_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x,
                     sb[j] += tdy[off + j];
                 }
             }
-            for (int j = 0; j < width; j++) {
-                if (tdgain)
-                    tdgain[j0 + j] += (sp_real)sg[j];
-                if (tdbias)
-                    tdbias[j0 + j] += (sp_real)sb[j];
-            }
+            add_column_sums(j0, width, sg, sb, tdgain, tdbias);
         }
     }
     sp_cpu_free(tangent_moments);
