@@ -29,6 +29,8 @@ const sp_plot_figure sp_plot_figures[] = {
     {"logit-lens", "every layer decoded through the final norm and head: loss, top-1 accuracy, KL to the output",
      "panels", sp_fig_logit_lens},
     {"prune", "loss increase when removing block l, and the last k blocks", "panels", sp_fig_prune},
+    {"curvature", "top eigenvalue and trace per parameter of each block's loss Hessian (opt-in analyzer)", "panels",
+     sp_fig_curvature},
     {"drift", "how a model departs from its reference by layer: relative error, 1 - cosine, 1 - CKA (spanprobe drift)",
      "panels", sp_fig_drift},
 };
