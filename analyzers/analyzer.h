@@ -45,6 +45,9 @@ typedef struct {
     int embed_uncentered; /* embed_spectrum: second moment of the rows instead of their covariance */
     double max_memory_gib; /* backend memory budget: the batch is cut so activations take at most half */
     int skip_positions;   /* the first positions of every sequence left out of what pools tokens */
+    int curv_seqs;        /* curvature: evaluation sequences of the loss whose Hessian is taken */
+    int curv_iters;       /* curvature: power-iteration cap */
+    int hutchinson_samples; /* curvature: Rademacher probes of each block's trace */
 } sp_analyze_options;
 
 extern const sp_field_table sp_analyze_option_table;
@@ -114,6 +117,7 @@ typedef struct {
     const char *name;        /* report group and --metrics name */
     const char *description;
     unsigned needs;
+    int opt_in;              /* runs only when --metrics names it (expensive), not in the default set */
     sp_status (*begin)(const sp_analysis *a, void **state);
     sp_status (*consume)(const sp_analysis *a, void *state, const sp_act_batch *b);
     /* Writes results into a->report; frees state whatever the outcome. */

@@ -30,7 +30,8 @@ double sp_analyze_peak_rss_mib(void)
 
 sp_status sp_analyze_select(const char *metrics, unsigned char *selected)
 {
-    memset(selected, metrics[0] ? 0 : 1, (size_t)sp_n_analyzers);
+    for (int i = 0; i < sp_n_analyzers; i++)
+        selected[i] = !metrics[0] && !sp_analyzers[i]->opt_in;
     const char *p = metrics;
     while (*p) {
         size_t len = strcspn(p, ",");

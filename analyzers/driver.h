@@ -31,7 +31,8 @@ typedef struct {
 
 sp_status sp_analyze_run(const sp_analyze_job *job);
 
-/* Resolves a --metrics list ("" = all) into selected[sp_n_analyzers] (1 = run). */
+/* Resolves a --metrics list ("" = every analyzer but the opt-in ones) into selected[sp_n_analyzers]
+ * (1 = run). */
 sp_status sp_analyze_select(const char *metrics, unsigned char *selected);
 
 /* Stage 3 on an analysis whose input fields are filled (be, model or dump, sizes, evaluation set,

@@ -8,7 +8,7 @@
 
 #define F(field, type, help) {#field, type, offsetof(sp_analyze_options, field), NULL, help}
 static const sp_field analyze_fields[] = {
-    F(metrics, SP_FIELD_STRING, "comma-separated analyzers to run (empty: all)"),
+    F(metrics, SP_FIELD_STRING, "comma-separated analyzers to run (empty: all but the opt-in ones)"),
     F(n_tokens, SP_FIELD_INT64, "evaluation tokens (a checkpoint runs on ceil(n_tokens / seq_len) sequences; "
                                 "a dump's first sequences)"),
     F(seq_len, SP_FIELD_INT, "tokens per evaluation sequence (0: min(max_seq_len, 256); a dump has its own)"),
@@ -16,7 +16,7 @@ static const sp_field analyze_fields[] = {
     F(seed, SP_FIELD_INT64, "seed of the evaluation windows and the random probes"),
     F(topk, SP_FIELD_INT, "Jacobian: top-k singular values"),
     F(power_iters, SP_FIELD_INT, "Jacobian: power-iteration cap"),
-    F(power_tol, SP_FIELD_DOUBLE, "Jacobian: power iteration stops at this relative change"),
+    F(power_tol, SP_FIELD_DOUBLE, "Jacobian, curvature: power iteration stops at this relative change"),
     F(jac_tokens, SP_FIELD_INT, "Jacobian: tokens sampled for the token-local Jacobians"),
     F(jac_seq, SP_FIELD_INT, "Jacobian: tokens of the analyzed sequence (0 or more than seq_len: the whole sequence)"),
     F(center, SP_FIELD_BOOL, "similarity: subtract each layer's mean vector before the cosines (two passes)"),
@@ -29,6 +29,9 @@ static const sp_field analyze_fields[] = {
     F(embed_uncentered, SP_FIELD_BOOL, "embed_spectrum: eigenvalues of E^T E / V instead of the covariance"),
     F(skip_positions, SP_FIELD_INT, "leave the first N positions of every sequence out of every statistic that "
                                     "pools tokens and out of the losses (attention sinks)"),
+    F(curv_seqs, SP_FIELD_INT, "curvature: evaluation sequences of the loss whose Hessian is taken"),
+    F(curv_iters, SP_FIELD_INT, "curvature: power-iteration cap of each block's top eigenvalue"),
+    F(hutchinson_samples, SP_FIELD_INT, "curvature: Rademacher probes of each block's Hessian trace"),
     F(max_memory_gib, SP_FIELD_DOUBLE, "backend (GPU) memory budget, GiB: the sequences per pass are cut so the "
                                        "model's activations take at most half of it"),
 };
@@ -58,6 +61,9 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
         .embed_uncentered = 0,
         .max_memory_gib = 8,
         .skip_positions = 0,
+        .curv_seqs = 2,
+        .curv_iters = 100,
+        .hutchinson_samples = 16,
     };
 }
 
@@ -77,6 +83,9 @@ sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *w
         {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
         {"prune_seqs", o->prune_seqs, -1, 1 << 20, auto_note},
         {"skip_positions", o->skip_positions, 0, 1 << 20, NULL},
+        {"curv_seqs", o->curv_seqs, 1, 1 << 20, NULL},
+        {"curv_iters", o->curv_iters, 1, 1 << 24, NULL},
+        {"hutchinson_samples", o->hutchinson_samples, 1, 1 << 20, NULL},
     };
     SP_TRY(sp_check_int_ranges(ranges, SP_ARRAY_LEN(ranges), SP_ERR_USAGE, where));
     if (!(o->max_memory_gib > 0 && o->max_memory_gib <= 1 << 20))

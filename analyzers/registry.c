@@ -16,6 +16,7 @@ extern const sp_analyzer sp_analyzer_jacobian;
 extern const sp_analyzer sp_analyzer_weights;
 extern const sp_analyzer sp_analyzer_embed_spectrum;
 extern const sp_analyzer sp_analyzer_pruning;
+extern const sp_analyzer sp_analyzer_curvature;
 
 const sp_analyzer *const sp_analyzers[] = {
     &sp_analyzer_similarity,
@@ -32,5 +33,6 @@ const sp_analyzer *const sp_analyzers[] = {
     &sp_analyzer_weights,
     &sp_analyzer_embed_spectrum,
     &sp_analyzer_pruning,
+    &sp_analyzer_curvature,
 };
 const int sp_n_analyzers = (int)SP_ARRAY_LEN(sp_analyzers);

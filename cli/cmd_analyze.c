@@ -36,9 +36,10 @@ static void print_help(void)
     sp_cli_print_fields_help("analysis options [default]:", &sp_analyze_option_table, &def);
     printf("  n_tokens, power_iters, jac_seq and prune_seqs, when not given (or -1), are scaled down for a large\n"
            "  model from its FLOPs, never from a clock; the report records the values used (docs/analyze.md)\n");
-    printf("\nanalyzers (--metrics, comma-separated; default all):\n");
+    printf("\nanalyzers (--metrics, comma-separated; default all but the opt-in ones):\n");
     for (int i = 0; i < sp_n_analyzers; i++)
-        printf("  %-16s %s\n", sp_analyzers[i]->name, sp_analyzers[i]->description);
+        printf("  %-16s %s%s\n", sp_analyzers[i]->name, sp_analyzers[i]->description,
+               sp_analyzers[i]->opt_in ? " (opt-in)" : "");
     printf("\nprogress goes to stderr; the stage times and the peak memory to stdout.\n"
            "exit codes: 0 ok, 2 usage, 3 bad input, 4 NaN/Inf, 5 I/O, 8 out of memory (docs/cli.md)\n");
 }

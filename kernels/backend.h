@@ -148,6 +148,28 @@ struct sp_backend {
     void (*xent_bwd)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
                      sp_real *dlogits);
 
+    /* ---- second order, for exact Hessian-vector products (model/hvp.c) ----
+     * Each is the JVP of a backward op above: the tangent of the gradient it produces, from the
+     * tangents of its point (tx, tg, ...) and of its incoming gradient (tdy), ADDED into the output
+     * tangents like the backward op's gradients (softcap_bwd_jvp overwrites, as softcap_jvp).
+     * norm_bwd_jvp: tgain NULL is a zero gain tangent; tdgain, tdbias may be NULL. */
+    void (*norm_bwd_jvp)(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                         const sp_real *mean, const sp_real *rstd, const sp_real *tx, const sp_real *tgain,
+                         const sp_real *dy, const sp_real *tdy, sp_real *tdx, sp_real *tdgain, sp_real *tdbias);
+    void (*act_bwd_jvp)(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, const sp_real *dy,
+                        const sp_real *tdy, sp_real *tdx);
+    void (*glu_bwd_jvp)(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                        const sp_real *tu, const sp_real *dh, const sp_real *tdh, sp_real *tdg, sp_real *tdu);
+    /* y: the capped values, ty their tangent, dy the gradient of y: out = S'(y) tdy + S''(y) ty dy */
+    void (*softcap_bwd_jvp)(size_t n, double cap, const sp_real *y, const sp_real *ty, const sp_real *dy,
+                            const sp_real *tdy, sp_real *out);
+    /* tdlogits += scale * (P * (tlogits - rowsum(P * tlogits))), the softmax JVP, on counted rows */
+    void (*xent_bwd_jvp)(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                         const sp_real *tlogits, sp_real *tdlogits);
+    void (*attn_bwd_jvp)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                         const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                         const sp_real *dout, const sp_real *tdout, sp_real *tdq, sp_real *tdk, sp_real *tdv);
+
     /* ---- fp64 dense linear algebra for the analyzers: double whatever sp_real is ----
      * Covariances are totalled, and every eigen and singular value decomposed, in fp64 on the
      * backend (LAPACK on the CPU, cuSOLVER on CUDA); only the values come back to the host. */

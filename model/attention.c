@@ -21,14 +21,14 @@ typedef struct {
     int rope_heads;          /* 0: no RoPE on this projection */
 } projection;
 
-static void projections(sp_model *m, int l, const sp_attn_state *st, projection p[3])
+/* The projections over the values of st and the gradients (or their tangents) of sc. */
+static void projections(sp_model *m, int l, const sp_attn_state *st, const sp_scratch *sc, projection p[3])
 {
     const sp_config *cfg = &m->cfg;
     const sp_block_params *b = &m->blocks[l];
     const int rows = m->rows, qd = sp_config_q_dim(cfg), kv = sp_config_kv_dim(cfg), hd = sp_config_head_dim(cfg);
     const int per_head = sp_attn_norm_per_head(b->attn_norm);
     const int rope = cfg->pos == SP_POS_ROPE;
-    const sp_scratch *sc = &m->scratch;
     const int heads[3] = {cfg->n_heads, cfg->n_kv_heads, cfg->n_kv_heads};
     const int w[3] = {b->wq, b->wk, b->wv}, bias[3] = {b->bq, b->bk, b->bv}, dims[3] = {qd, kv, kv};
     sp_real *const pre[3] = {st->q_pre, st->k_pre, st->v_pre}, *const post[3] = {st->q, st->k, st->v};
@@ -77,7 +77,7 @@ void sp_attn_fwd(sp_model *m, int l, const sp_real *x, sp_attn_state *st, sp_rea
     const sp_block_params *b = &m->blocks[l];
     const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
     projection p[3];
-    projections(m, l, st, p);
+    projections(m, l, st, &m->scratch, p);
     for (int i = 0; i < 3; i++) {
         const int normed = p[i].np.gain >= 0;
         sp_linear_fwd(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), sp_model_param_or_null(m, p[i].b),
@@ -102,7 +102,7 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
                   with_params ? sp_model_grad(m, b->wo) : NULL, with_params ? sp_model_grad_or_null(m, b->bo) : NULL);
 
     projection p[3];
-    projections(m, l, st, p);
+    projections(m, l, st, sc, p);
     for (int i = 0; i < 3; i++)
         be->zero(p[i].d_post, (size_t)rows * (size_t)p[i].dim * sizeof(sp_real));
     const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
@@ -122,20 +122,63 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
     }
 }
 
-void sp_attn_jvp(sp_model *m, int l, const sp_attn_state *st, const sp_real *tx, sp_real *tout)
+void sp_attn_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
+                 const sp_tangent *tan)
 {
+    const sp_block_params *b = &m->blocks[l];
     const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
-    const sp_scratch *sc = &m->scratch;
-    projection p[3];
-    projections(m, l, st, p);
+    sp_attn_state *ts = &tan->t->attn;
+    projection p[3], t[3];
+    projections(m, l, st, &m->scratch, p);
+    projections(m, l, ts, &m->scratch, t); /* only the tangents' values: no gradient is read */
     for (int i = 0; i < 3; i++) {
         const int normed = p[i].np.gain >= 0;
-        sp_linear_fwd(m, rows, d, p[i].dim, tx, sp_model_param(m, p[i].w), NULL, normed ? p[i].d_pre : p[i].d_post);
+        sp_linear_jvp(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), tx, sp_tangent_param(m, tan->p, p[i].w),
+                      sp_tangent_param(m, tan->p, p[i].b), normed ? t[i].pre : t[i].post);
         if (normed)
-            sp_norm_op_jvp(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].ns, p[i].d_pre, p[i].d_post);
-        rope(m, l, &p[i], +1, p[i].d_post);
+            sp_norm_op_jvp(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].ns, t[i].pre, t[i].post, tan);
+        rope(m, l, &p[i], +1, t[i].post);
     }
     const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
-    m->be->attn_jvp(&shape, st->q, st->k, st->v, st->saved, sc->dq, sc->dk, sc->dv, sc->da);
-    sp_linear_fwd(m, rows, qd, d, sc->da, sp_model_param(m, m->blocks[l].wo), NULL, tout);
+    m->be->attn_jvp(&shape, st->q, st->k, st->v, st->saved, ts->q, ts->k, ts->v, ts->a);
+    sp_linear_jvp(m, rows, qd, d, st->a, sp_model_param(m, b->wo), ts->a, sp_tangent_param(m, tan->p, b->wo),
+                  sp_tangent_param(m, tan->p, b->bo), tout);
+}
+
+/* Mirrors sp_attn_bwd, whose gradients are still in the model's scratch: p[i].d_post holds the
+ * gradient of the normed projection (RoPE already undone), p[i].d_pre that of the raw one. */
+void sp_attn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx,
+                     const sp_real *dout, const sp_real *tdout, sp_real *tdx, const sp_tangent *tan)
+{
+    const sp_backend *be = m->be;
+    const sp_block_params *b = &m->blocks[l];
+    const int rows = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg);
+    const sp_attn_state *ts = &tan->t->attn;
+    const sp_scratch *sc = &m->scratch, *tg = tan->tg;
+    const sp_param_tangent *pt = tan->p;
+    be->zero(tg->da, (size_t)rows * (size_t)qd * sizeof(sp_real));
+    sp_linear_bwd_jvp(m, rows, qd, d, st->a, sp_model_param(m, b->wo), ts->a, sp_tangent_param(m, pt, b->wo), dout,
+                      tdout, tg->da, sp_tangent_grad(m, pt, b->wo), sp_tangent_grad(m, pt, b->bo));
+
+    projection p[3], t[3];
+    projections(m, l, st, sc, p);
+    projections(m, l, ts, tg, t);
+    for (int i = 0; i < 3; i++)
+        be->zero(t[i].d_post, (size_t)rows * (size_t)p[i].dim * sizeof(sp_real));
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, m->batch, m->seq_len);
+    be->attn_bwd_jvp(&shape, st->q, st->k, st->v, st->saved, ts->q, ts->k, ts->v, sc->da, tg->da, tg->dq, tg->dk,
+                     tg->dv);
+    for (int i = 0; i < 3; i++) {
+        rope(m, l, &p[i], -1, t[i].d_post);
+        const sp_real *dproj = p[i].d_post, *tdproj = t[i].d_post;
+        if (p[i].np.gain >= 0) {
+            be->zero(t[i].d_pre, (size_t)rows * (size_t)p[i].dim * sizeof(sp_real));
+            sp_norm_op_bwd_jvp(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].ns, t[i].pre, p[i].d_post,
+                               t[i].d_post, t[i].d_pre, tan);
+            dproj = p[i].d_pre;
+            tdproj = t[i].d_pre;
+        }
+        sp_linear_bwd_jvp(m, rows, d, p[i].dim, x, sp_model_param(m, p[i].w), tx, sp_tangent_param(m, pt, p[i].w),
+                          dproj, tdproj, tdx, sp_tangent_grad(m, pt, p[i].w), sp_tangent_grad(m, pt, p[i].b));
+    }
 }

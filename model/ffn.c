@@ -51,19 +51,53 @@ void sp_ffn_bwd(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, co
 #undef GRAD
 }
 
-void sp_ffn_jvp(sp_model *m, int l, const sp_ffn_state *st, const sp_real *tx, sp_real *tout)
+void sp_ffn_jvp(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *tx, sp_real *tout,
+                const sp_tangent *tan)
 {
     const sp_block_params *b = &m->blocks[l];
-    const sp_scratch *sc = &m->scratch;
+    const sp_param_tangent *pt = tan->p;
+    const sp_ffn_state *ts = &tan->t->ffn;
     const int rows = m->rows, d = m->cfg.d_model, dff = m->cfg.d_ff;
     const size_t n = (size_t)rows * (size_t)dff;
     const sp_act_kind act = ffn_act(&m->cfg);
-    sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w1), NULL, sc->dg);
+#define TPARAM(i) sp_tangent_param(m, pt, i)
+    sp_linear_jvp(m, rows, d, dff, x, sp_model_param(m, b->w1), tx, TPARAM(b->w1), TPARAM(b->b1), ts->g);
     if (st->u) {
-        sp_linear_fwd(m, rows, d, dff, tx, sp_model_param(m, b->w3), NULL, sc->du);
-        m->be->glu_jvp(act, n, st->g, st->u, sc->dg, sc->du, sc->dh);
+        sp_linear_jvp(m, rows, d, dff, x, sp_model_param(m, b->w3), tx, TPARAM(b->w3), TPARAM(b->b3), ts->u);
+        m->be->glu_jvp(act, n, st->g, st->u, ts->g, ts->u, ts->h);
     } else {
-        m->be->act_jvp(act, n, st->g, sc->dg, sc->dh);
+        m->be->act_jvp(act, n, st->g, ts->g, ts->h);
     }
-    sp_linear_fwd(m, rows, dff, d, sc->dh, sp_model_param(m, b->w2), NULL, tout);
+    sp_linear_jvp(m, rows, dff, d, st->h, sp_model_param(m, b->w2), ts->h, TPARAM(b->w2), TPARAM(b->b2), tout);
+}
+
+/* Mirrors sp_ffn_bwd, whose gradients dh, dg, du are still in the model's scratch. */
+void sp_ffn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *tx,
+                    const sp_real *dout, const sp_real *tdout, sp_real *tdx, const sp_tangent *tan)
+{
+    const sp_block_params *b = &m->blocks[l];
+    const sp_backend *be = m->be;
+    const sp_param_tangent *pt = tan->p;
+    const sp_ffn_state *ts = &tan->t->ffn;
+    const sp_scratch *sc = &m->scratch, *tg = tan->tg;
+    const int rows = m->rows, d = m->cfg.d_model, dff = m->cfg.d_ff;
+    const size_t n = (size_t)rows * (size_t)dff;
+    const sp_act_kind act = ffn_act(&m->cfg);
+#define TGRAD(i) sp_tangent_grad(m, pt, i)
+    be->zero(tg->dh, n * sizeof(sp_real));
+    sp_linear_bwd_jvp(m, rows, dff, d, st->h, sp_model_param(m, b->w2), ts->h, TPARAM(b->w2), dout, tdout, tg->dh,
+                      TGRAD(b->w2), TGRAD(b->b2));
+    be->zero(tg->dg, n * sizeof(sp_real));
+    if (st->u) {
+        be->zero(tg->du, n * sizeof(sp_real));
+        be->glu_bwd_jvp(act, n, st->g, st->u, ts->g, ts->u, sc->dh, tg->dh, tg->dg, tg->du);
+        sp_linear_bwd_jvp(m, rows, d, dff, x, sp_model_param(m, b->w3), tx, TPARAM(b->w3), sc->du, tg->du, tdx,
+                          TGRAD(b->w3), TGRAD(b->b3));
+    } else {
+        be->act_bwd_jvp(act, n, st->g, ts->g, sc->dh, tg->dh, tg->dg);
+    }
+    sp_linear_bwd_jvp(m, rows, d, dff, x, sp_model_param(m, b->w1), tx, TPARAM(b->w1), sc->dg, tg->dg, tdx,
+                      TGRAD(b->w1), TGRAD(b->b1));
+#undef TGRAD
+#undef TPARAM
 }

@@ -161,11 +161,12 @@ sp_status sp_model_check_block(const sp_model *m, int l, const char *who)
     return SP_OK;
 }
 
-sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out)
+sp_status sp_model_probe_run(sp_model *m, int l, const char *who, void (*run)(sp_model *m, int l, sp_block_state *st),
+                             const sp_real *const *in, sp_real *const *out)
 {
-    SP_TRY(sp_model_check_block(m, l, "sp_model_block_apply"));
+    SP_TRY(sp_model_check_block(m, l, who));
     if (sp_model_block_skipped(m, l)) {
-        sp_block_identity(m, l, x_in, x_out, 0);
+        sp_block_identity(m, l, in, out, 0);
         return sp_model_sync(m);
     }
     sp_block_state *probe = NULL;
@@ -173,9 +174,14 @@ sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, s
     const sp_recipe *r = m->blocks[l].recipe;
     const size_t bytes = (size_t)m->rows * (size_t)m->cfg.d_model * sizeof(sp_real);
     for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(probe->slot[s], x_in[s], bytes);
-    sp_block_forward(m, l, probe);
+        m->be->copy(probe->slot[s], in[s], bytes);
+    run(m, l, probe);
     for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(x_out[s], probe->slot[r->out_slots[s]], bytes);
+        m->be->copy(out[s], probe->slot[r->out_slots[s]], bytes);
     return sp_model_sync(m);
+}
+
+sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out)
+{
+    return sp_model_probe_run(m, l, "sp_model_block_apply", sp_block_forward, x_in, x_out);
 }

@@ -20,3 +20,20 @@ void sp_linear_bwd(const sp_model *m, int rows, int in_dim, int out_dim, const s
     if (db)
         m->be->gemm(1, 0, out_dim, 1, rows, 1, dy, out_dim, m->top.ones, 1, 1, db, 1);
 }
+
+void sp_linear_jvp(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                   const sp_real *tx, const sp_real *tw, const sp_real *tb, sp_real *ty)
+{
+    sp_linear_fwd(m, rows, in_dim, out_dim, tx, w, tb, ty);
+    if (tw)
+        m->be->gemm(0, 1, rows, out_dim, in_dim, 1, x, in_dim, tw, in_dim, 1, ty, out_dim);
+}
+
+void sp_linear_bwd_jvp(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                       const sp_real *tx, const sp_real *tw, const sp_real *dy, const sp_real *tdy, sp_real *tdx,
+                       sp_real *tdw, sp_real *tdb)
+{
+    sp_linear_bwd(m, rows, in_dim, out_dim, x, w, tdy, tdx, 1, tdw, tdb);
+    if (tw) /* the product rule's other half: the VJP at the moved weights, of the unmoved gradient */
+        sp_linear_bwd(m, rows, in_dim, out_dim, tx, tw, dy, tdx, 1, tdw, NULL);
+}

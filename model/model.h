@@ -105,6 +105,16 @@ sp_status sp_decoder_create(sp_model *m, int max_rows, sp_decoder **out);
 sp_status sp_decoder_run(sp_decoder *dec, int rows, const sp_real *const *h, const sp_real **logits);
 void sp_decoder_free(sp_decoder *dec);
 
+/* ---- curvature (model/hvp.c) ----
+ * Block l's parameters are elements offset .. offset + count - 1 of the parameter vector (layout
+ * order: every tensor of blocks/<l>/, contiguous). sp_model_hvp: hv = H_ll v, the Hessian of the
+ * mean loss of the last forward pass (which must have had targets) with respect to block l's
+ * parameters, times v; v and hv are backend [count]. Exact (forward mode over the backward pass, not
+ * differences of gradients); about the cost of two forward and one backward pass over blocks l and
+ * up. Parameter gradients are left as they are; no block may be skipped. */
+void sp_model_block_param_range(const sp_model *m, int l, size_t *offset, size_t *count);
+sp_status sp_model_hvp(sp_model *m, int l, const sp_real *v, sp_real *hv);
+
 /* ---- block skipping, for pruning probes (model/skip.c) ----
  * A skipped block is the identity on every stream: the forward pass copies its inputs to its
  * outputs, the backward pass passes gradients straight through (its parameters get none), its

@@ -68,6 +68,39 @@ typedef struct {
     sp_real *dg, *du, *dh;              /* FFN [rows, d_ff] */
 } sp_scratch;
 
+/* A tangent of block l's parameters for the forward-mode and second-order passes (model/hvp.c):
+ * v and hv hold one element per parameter element of the block, in layout order from the block's
+ * first element `base`; v NULL: the parameters do not move. */
+typedef struct {
+    const sp_real *v; /* the parameter tangent */
+    sp_real *hv;      /* the tangent of the parameter gradient, ADDed into */
+    int first, last;  /* the block's parameter indices, first..last */
+    size_t base;      /* offsets[first] */
+} sp_param_tangent;
+
+/* The second-order pass through one block: the forward tangents of its slots and internals
+ * (t, the layout of the saved state; t.slot[s] for the input streams points at their tangents),
+ * the tangents of the backward pass's gradients (tg, the layout of the scratch; g_out, g_in the
+ * stream gradients' tangents as in sp_block_backward), and the parameter tangent. */
+typedef struct {
+    sp_block_state *t;
+    sp_scratch *tg;
+    sp_real *const *g_out, *const *g_in;
+    const sp_param_tangent *p;
+    sp_real *norm_tmp, *norm_mean, *norm_rstd; /* scratch of a norm's parameter tangent */
+} sp_tangent;
+
+/* What a Hessian-vector product keeps (model/workspace.c carves it, model/hvp.c uses it). */
+typedef struct {
+    sp_block_state t;
+    sp_scratch tg;
+    sp_real *zero;                          /* zero tangent of block l's inputs [rows, d] */
+    sp_real **t_out;                        /* [n_layers * 2]: tangents of each block's output streams */
+    sp_real *tlogits, *dcapped, *tdlogits;  /* [rows, vocab] */
+    sp_real *thf, *tdhf, *tfin_x, *tfin_y, *tfin_sum, *tdfin_sum; /* [rows, d] */
+    sp_real *norm_tmp, *norm_mean, *norm_rstd; /* [rows, widest projection], [rows * n_heads] x 2 */
+} sp_hvp_state;
+
 /* Everything outside the blocks. */
 typedef struct {
     int32_t *ids, *targets;       /* backend [rows] */
@@ -117,12 +150,32 @@ struct sp_model {
     /* block_apply scratch (separate, so saved activations stay) */
     void *probe_arena;
     sp_block_state probe;
+
+    /* Hessian-vector product buffers (allocated by the first sp_model_hvp) */
+    void *hvp_arena;
+    sp_hvp_state hvp;
 };
 
 /* model/workspace.c: (re)allocates activations for the shape when it does not fit. */
 sp_status sp_model_reserve(sp_model *m, int batch, int seq_len);
 /* block_apply's scratch state for block l. */
 sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out);
+/* The Hessian-vector product's buffers, carved for the current shape at the first call after a
+ * reserve; t is left carved for block l. */
+sp_status sp_model_hvp_state(sp_model *m, int l, sp_hvp_state **out);
+/* Carves the tangent state of block l into the HVP buffers (the blocks' layouts differ). */
+void sp_model_hvp_block(sp_model *m, int l);
+
+/* The parameter tangent's element of parameter i (NULL when i < 0, pt or pt->v is NULL, or i is
+ * outside the block), and its gradient tangent's. */
+static inline const sp_real *sp_tangent_param(const sp_model *m, const sp_param_tangent *pt, int i)
+{
+    return !pt || !pt->v || i < pt->first || i > pt->last ? NULL : pt->v + (m->offsets[i] - pt->base);
+}
+static inline sp_real *sp_tangent_grad(const sp_model *m, const sp_param_tangent *pt, int i)
+{
+    return !pt || !pt->hv || i < pt->first || i > pt->last ? NULL : pt->hv + (m->offsets[i] - pt->base);
+}
 
 /* ---- convenience ---- */
 static inline sp_real *sp_model_param_or_null(sp_model *m, int i) { return i < 0 ? NULL : m->params + m->offsets[i]; }
@@ -136,29 +189,47 @@ void sp_linear_fwd(const sp_model *m, int rows, int in_dim, int out_dim, const s
                    const sp_real *b, sp_real *y);
 void sp_linear_bwd(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
                    const sp_real *dy, sp_real *dx, int accumulate, sp_real *dw, sp_real *db);
+/* Tangents (tw, tb NULL: the weights do not move): ty = tx W^T + x tW^T + tb (overwrites), and the
+ * tangent of the VJP: tdx += tdy W + dy tW, tdw += tdy^T x + dy^T tx, tdb += column sums of tdy
+ * (tdw, tdb NULL: not wanted; tdw is required with tw). */
+void sp_linear_jvp(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                   const sp_real *tx, const sp_real *tw, const sp_real *tb, sp_real *ty);
+void sp_linear_bwd_jvp(const sp_model *m, int rows, int in_dim, int out_dim, const sp_real *x, const sp_real *w,
+                       const sp_real *tx, const sp_real *tw, const sp_real *dy, const sp_real *tdy, sp_real *tdx,
+                       sp_real *tdw, sp_real *tdb);
 
 /* ---- sub-layers (model/norm_op.c, model/attention.c, model/ffn.c) ----
  * fwd reads x [rows, d] and writes out [rows, d] plus its saved state; bwd ADDs into dx and (when
- * with_params) the parameter gradients, using scratch; jvp overwrites tout from tx, around the point
- * the state was saved at (attention and FFN need no x: their saved state carries the point). */
+ * with_params) the parameter gradients, using scratch; jvp overwrites tout from tx (and the
+ * parameter tangent tan->p, when given), around the point the state was saved at, keeping the
+ * tangents of its internals in tan->t; bwd_jvp, run right after bwd (whose gradients it reads from
+ * the scratch), ADDs the tangent of dx into tdx and of the parameter gradients into tan->p->hv. */
 void sp_norm_op_fwd(sp_model *m, sp_norm_params np, int rows, int dim, const sp_real *x, sp_real *y,
                     const sp_norm_state *st);
 void sp_norm_op_bwd(sp_model *m, sp_norm_params np, int rows, int dim, const sp_real *x, const sp_norm_state *st,
                     const sp_real *dy, sp_real *dx, int with_params);
 void sp_norm_op_jvp(sp_model *m, sp_norm_params np, int rows, int dim, const sp_real *x, const sp_norm_state *st,
-                    const sp_real *tx, sp_real *ty);
+                    const sp_real *tx, sp_real *ty, const sp_tangent *tan);
+void sp_norm_op_bwd_jvp(sp_model *m, sp_norm_params np, int rows, int dim, const sp_real *x, const sp_norm_state *st,
+                        const sp_real *tx, const sp_real *dy, const sp_real *tdy, sp_real *tdx, const sp_tangent *tan);
 
 /* The backend attention call of block l for a batch x seq_len pass: sizes, scale, soft-cap, window. */
 sp_attn_shape sp_attn_shape_of(const sp_model *m, int l, int batch, int seq_len);
 void sp_attn_fwd(sp_model *m, int l, const sp_real *x, sp_attn_state *st, sp_real *out);
 void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *dout, sp_real *dx,
                  int with_params);
-void sp_attn_jvp(sp_model *m, int l, const sp_attn_state *st, const sp_real *tx, sp_real *tout);
+void sp_attn_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
+                 const sp_tangent *tan);
+void sp_attn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx,
+                     const sp_real *dout, const sp_real *tdout, sp_real *tdx, const sp_tangent *tan);
 
 void sp_ffn_fwd(sp_model *m, int l, const sp_real *x, sp_ffn_state *st, sp_real *out);
 void sp_ffn_bwd(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *dout, sp_real *dx,
                 int with_params);
-void sp_ffn_jvp(sp_model *m, int l, const sp_ffn_state *st, const sp_real *tx, sp_real *tout);
+void sp_ffn_jvp(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *tx, sp_real *tout,
+                const sp_tangent *tan);
+void sp_ffn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_ffn_state *st, const sp_real *tx,
+                    const sp_real *dout, const sp_real *tdout, sp_real *tdx, const sp_tangent *tan);
 
 /* ---- the output path (model/forward.c): the forward pass's last step, and the logit lens's
  * decoder (model/decode.c) on any layer output ---- */
@@ -173,10 +244,23 @@ void sp_output_fwd(sp_model *m, int rows, const sp_real *const *x, const sp_out_
 /* ---- block interpreters (model/forward.c, model/backward.c, model/jvp.c) ---- */
 /* SP_ERR_USAGE naming `who` unless a forward pass has run and 0 <= l < n_layers. */
 sp_status sp_model_check_block(const sp_model *m, int l, const char *who);
+/* The block-as-a-function entry points: the inputs copied into block_apply's probe state, run on it,
+ * its output slots copied out (a skipped block: the identity). */
+sp_status sp_model_probe_run(sp_model *m, int l, const char *who, void (*run)(sp_model *m, int l, sp_block_state *st),
+                             const sp_real *const *in, sp_real *const *out);
 void sp_block_forward(sp_model *m, int l, sp_block_state *st);
-/* g_out: stream output gradients (scaled in place, consumed); g_in: ADDed into. */
+/* g_out: stream output gradients (scaled in place, consumed); g_in: ADDed into. With tan, each
+ * step's tangent follows it (tan->g_out, tan->g_in likewise; tan->t holds the block's forward
+ * tangents, from sp_block_jvp). */
 void sp_block_backward(sp_model *m, int l, const sp_block_state *st, sp_real *const *g_out, sp_real *const *g_in,
-                       int with_params);
+                       int with_params, const sp_tangent *tan);
+/* model/jvp.c: the forward tangents of block l's slots and internals into tan->t, from the input
+ * streams' tangents tan->t->slot[s] and the parameter tangent tan->p. */
+void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan);
+/* model/backward.c: from the mean loss (times weight) to the last block's output stream gradients
+ * m->scratch.stream[0] through the head and the final norms (their parameter gradients with
+ * with_params), keeping dlogits, dhf and dfin_sum. */
+void sp_output_bwd(sp_model *m, double weight, int with_params);
 /* model/skip.c: the identity of a skipped block, stream by stream: out = in, or out += in with
  * accumulate (the backward pass's contract). */
 void sp_block_identity(const sp_model *m, int l, const sp_real *const *in, sp_real *const *out, int accumulate);

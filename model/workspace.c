@@ -72,12 +72,11 @@ static int any_attn_norm(const sp_model *m)
     return 0;
 }
 
-static void layout_scratch(sp_model *m, arena *a)
+static void layout_scratch(const sp_model *m, arena *a, sp_scratch *sc)
 {
     const sp_config *cfg = &m->cfg;
     const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, qd = (size_t)sp_config_q_dim(cfg);
     const size_t kv = (size_t)sp_config_kv_dim(cfg), dff = (size_t)cfg->d_ff;
-    sp_scratch *sc = &m->scratch;
     *sc = (sp_scratch){0};
     for (int i = 0; i < m->max_slots; i++)
         sc->slot[i] = arena_take(a, rows * d);
@@ -150,7 +149,7 @@ static void layout_all(sp_model *m, arena *a)
         const int last = m->cfg.n_layers - 1;
         m->top.hf = m->state[last].slot[m->blocks[last].recipe->out_slots[0]];
     }
-    layout_scratch(m, a);
+    layout_scratch(m, a, &m->scratch);
 }
 
 /* The largest attention `saved` of any block for the shape (the layers' windows may differ). */
@@ -191,7 +190,9 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
         be->free(m->arena);
     if (m->probe_arena) /* sized for the old shape */
         be->free(m->probe_arena);
-    m->arena = m->probe_arena = NULL;
+    if (m->hvp_arena)
+        be->free(m->hvp_arena);
+    m->arena = m->probe_arena = m->hvp_arena = NULL;
     m->cap_rows = rows;
     m->cap_attn_saved = attn_saved;
     arena count = {NULL, 0};
@@ -243,4 +244,65 @@ sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
     layout_block(m, l, &real, &m->probe, 0);
     *out = &m->probe;
     return SP_OK;
+}
+
+/* The largest layout_block of any block, in bytes. */
+static size_t most_block_bytes(const sp_model *m)
+{
+    size_t most = 0;
+    sp_block_state scratch_state;
+    for (int k = 0; k < m->cfg.n_layers; k++) {
+        arena count = {NULL, 0};
+        layout_block(m, k, &count, &scratch_state, 0);
+        if (count.used > most)
+            most = count.used;
+    }
+    return most;
+}
+
+/* The HVP buffers after the block state (which layout_hvp_block carves for one block at a time). */
+static void layout_hvp(const sp_model *m, arena *a, sp_hvp_state *h)
+{
+    const sp_config *cfg = &m->cfg;
+    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, vocab = (size_t)cfg->vocab_size;
+    const size_t qd = (size_t)sp_config_q_dim(cfg), widest = qd > d ? qd : d;
+    take_bytes(a, most_block_bytes(m));
+    layout_scratch(m, a, &h->tg);
+    h->zero = arena_take(a, rows * d);
+    for (int i = 0; i < 2 * cfg->n_layers; i++)
+        h->t_out[i] = i % 2 == 0 || sp_config_n_streams(cfg) == 2 ? arena_take(a, rows * d) : NULL;
+    h->tlogits = arena_take(a, rows * vocab);
+    h->dcapped = arena_take(a, rows * vocab);
+    h->tdlogits = arena_take(a, rows * vocab);
+    sp_real **per_d[] = {&h->thf, &h->tdhf, &h->tfin_x, &h->tfin_y, &h->tfin_sum, &h->tdfin_sum};
+    for (size_t i = 0; i < SP_ARRAY_LEN(per_d); i++)
+        *per_d[i] = arena_take(a, rows * d);
+    h->norm_tmp = arena_take(a, rows * widest);
+    h->norm_mean = arena_take(a, rows * (size_t)cfg->n_heads);
+    h->norm_rstd = arena_take(a, rows * (size_t)cfg->n_heads);
+}
+
+sp_status sp_model_hvp_state(sp_model *m, int l, sp_hvp_state **out)
+{
+    sp_hvp_state *h = &m->hvp;
+    if (!m->hvp_arena) {
+        if (!h->t_out && !(h->t_out = sp_malloc(2 * (size_t)m->cfg.n_layers * sizeof *h->t_out, "HVP tangents")))
+            return SP_ERR_NOMEM;
+        arena count = {NULL, 0};
+        layout_hvp(m, &count, h);
+        m->hvp_arena = m->be->alloc(count.used, "Hessian-vector product buffers");
+        if (!m->hvp_arena)
+            return SP_ERR_NOMEM;
+        arena real = {m->hvp_arena, 0};
+        layout_hvp(m, &real, h);
+    }
+    sp_model_hvp_block(m, l);
+    *out = h;
+    return SP_OK;
+}
+
+void sp_model_hvp_block(sp_model *m, int l)
+{
+    arena real = {m->hvp_arena, 0};
+    layout_block(m, l, &real, &m->hvp.t, 0);
 }

@@ -1,6 +1,6 @@
 /* plots/fig_profiles.c: figures of one or two arrays of one analyzer against the layer or block,
  * one panel per array, one line per run, drawn with the `panels` template from a table:
- * hidden-spectra, presums, block-influence. A panel's y axis is logarithmic where its values span
+ * hidden-spectra, presums, block-influence, curvature. A panel's y axis is logarithmic where its values span
  * decades. */
 #include <math.h>
 
@@ -85,5 +85,16 @@ sp_status sp_fig_block_influence(sp_plot_ctx *c)
                               "block influence 1 - cos(h_l, h_l+1)",
                               "how much each block changes the hidden state (1 - cosine of its input and output)",
                               {""}, {"1 - cos(h_l, h_l+1)"}};
+    return draw_profile(c, &p);
+}
+
+sp_status sp_fig_curvature(sp_plot_ctx *c)
+{
+    static const profile p = {
+        "curvature", 2, {{"lambda_max", 1}, {"trace_per_param", 1}}, "block",
+        "dominant eigenvalue of H_ll, Hutchinson trace of H_ll / parameters",
+        "loss curvature of each block's parameters (exact Hessian-vector products)",
+        {"top eigenvalue of the block Hessian", "trace / parameters (mean eigenvalue)"},
+        {"lambda_max", "tr(H_ll) / n_l"}};
     return draw_profile(c, &p);
 }

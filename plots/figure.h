@@ -129,6 +129,7 @@ sp_status sp_fig_grad_blocks(sp_plot_ctx *c);
 sp_status sp_fig_growth(sp_plot_ctx *c);
 sp_status sp_fig_hidden_spectra(sp_plot_ctx *c);
 sp_status sp_fig_presums(sp_plot_ctx *c);
+sp_status sp_fig_curvature(sp_plot_ctx *c);
 sp_status sp_fig_block_influence(sp_plot_ctx *c);
 sp_status sp_fig_token_uniformity(sp_plot_ctx *c);
 sp_status sp_fig_logit_lens(sp_plot_ctx *c);

@@ -33,6 +33,8 @@ const sp_plot_figure sp_plot_figures[] = {
     {"attention", "attention by block: entropy over the uniform one, sink mass, largest score, head redundancy",
      "panels", sp_fig_attention},
     {"prune", "loss increase when removing block l, and the last k blocks", "panels", sp_fig_prune},
+    {"curvature", "top eigenvalue and trace per parameter of each block's loss Hessian (opt-in analyzer)", "panels",
+     sp_fig_curvature},
     {"drift", "how a model departs from its reference by layer: relative error, 1 - cosine, 1 - CKA (spanprobe drift)",
      "panels", sp_fig_drift},
 };

@@ -1,5 +1,6 @@
-/* `spanprobe analyze` end to end: a tiny initialized checkpoint on a text file (every analyzer runs
- * or is recorded as skipped; provenance, options, eval set and peak memory recorded; CSV tables),
+/* `spanprobe analyze` end to end: a tiny initialized checkpoint on a text file (every analyzer of the
+ * default set runs or is recorded as skipped; provenance, options, eval set and peak memory
+ * recorded; CSV tables), the opt-in curvature analyzer named with its options,
  * an activation dump of the same model on the same tokens (the analyzers that need the model are
  * skipped with a reason, the others agree with the checkpoint run), bad options and bad inputs
  * (exit codes, one-line errors, and never a report, a summary or a temporary file left behind),
@@ -159,7 +160,9 @@ static void test_dump_matches_checkpoint(void **state)
     for (int i = 0; i < sp_n_analyzers; i++) {
         const sp_analyzer *an = sp_analyzers[i];
         const char *reason = report_view_skipped(&vd, an->name);
-        if (an->needs & SP_NEEDS_MODEL)
+        if (an->opt_in) /* not in the default set: neither run nor skipped */
+            assert_null(reason);
+        else if (an->needs & SP_NEEDS_MODEL)
             assert_true(reason && strstr(reason, "dump"));
         else if (reason)
             fail_msg("%s skipped on a dump: %s", an->name, reason);
@@ -462,10 +465,43 @@ static void test_help(void **state)
     free(out);
 }
 
+/* The opt-in curvature analyzer from the command line: its options reach it and are recorded, its
+ * arrays have the documented shapes, and only the named analyzer runs. */
+static void test_curvature(void **state)
+{
+    fixture *f = need_fixture(state);
+    char report[4200];
+    scratch_path(report, sizeof report, "curvature.h5");
+    run_ok((const char *[]){"analyze", f->ckpt, "--out", report, "--tokens", f->ids, "--seq", "8", "--metrics",
+                            "curvature", "--curv-seqs", "3", "--curv-iters", "7", "--hutchinson-samples", "5",
+                            "--device", "cpu", "--quiet", NULL},
+           NULL);
+    report_view v;
+    report_view_open(&v, report);
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "input"), "options");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "hutchinson_samples")->valueint, 5);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(opts, "curv_iters")->valueint, 7);
+    assert_true(report_view_scalar(&v, "curvature", "n_seqs") == 3);
+    assert_true(report_view_scalar(&v, "curvature", "hutchinson_samples") == 5);
+    int rank;
+    int64_t shape[2];
+    double *samples = report_view_array(&v, "curvature", "trace_samples", &rank, shape);
+    assert_int_equal(rank, 2);
+    assert_true(shape[0] == L && shape[1] == 5);
+    free(samples);
+    double *iters = report_view_array(&v, "curvature", "lambda_iters", &rank, shape);
+    for (int l = 0; l < L; l++)
+        assert_true(iters[l] >= 1 && iters[l] <= 7);
+    free(iters);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v.summary, "metrics"), "similarity"));
+    report_view_close(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_curvature),
         cmocka_unit_test(test_dump_matches_checkpoint),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_stream_batch),

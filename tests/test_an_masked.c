@@ -5,12 +5,12 @@
  * values, every result must be bit-identical to the CPU run's.
  * - the table wraps every op of kernels/backend.h and masks what it allocates;
  * - every variant, two option combinations: forward (loss, logits, every capture point), backward
- *   (every parameter gradient, the embedding gradient), each block's JVP, VJP and apply, an AdamW
- *   step with accumulation and clipping (train/optimizer.h), checkpoints with the optimizer state
- *   written on one backend and loaded on the other, and the forward and backward passes again with a
- *   block skipped; the same for every tiny pretrained config (biases, q/k norms, RoPE tables,
+ *   (every parameter gradient, the embedding gradient), each block's JVP, VJP, apply and
+ *   Hessian-vector product, an AdamW step with accumulation and clipping (train/optimizer.h),
+ *   checkpoints with the optimizer state written on one backend and loaded on the other, and the
+ *   forward and backward passes again with a block skipped; the same for every tiny pretrained config (biases, q/k norms, RoPE tables,
  *   soft-caps, windows, embedding scale);
- * - `analyze` (every analyzer, through sp_analyze_run with the backend injected) on a checkpoint of
+ * - `analyze` (every analyzer, the opt-in curvature too, through sp_analyze_run with the backend injected) on a checkpoint of
  *   every variant, under options that take the other code paths (centering, last token, debiased
  *   CKA, full singular values, a memory budget that cuts the batch), and on an activation dump:
  *   identical reports, every array and every summary scalar but the run's times. */
@@ -184,6 +184,30 @@ static void expect_same_block_maps(twin *t, sp_rng *rng)
         }
 }
 
+/* The Hessian-vector product of every block on the same random vector. */
+static void expect_same_hvps(twin *t, sp_rng *rng)
+{
+    for (int l = 0; l < sp_model_config(t->m[0])->n_layers; l++) {
+        size_t offset, n;
+        sp_model_block_param_range(t->m[0], l, &offset, &n);
+        sp_real *host = vec_random(rng, n, 1.0), *v[2], *hv[2];
+        for (int k = 0; k < 2; k++) {
+            const sp_backend *be = sp_model_backend(t->m[k]);
+            v[k] = be->alloc(n * sizeof(sp_real), "test HVP input");
+            hv[k] = be->alloc(n * sizeof(sp_real), "test HVP output");
+            assert_true(v[k] && hv[k]);
+            be->upload(v[k], host, n * sizeof *host);
+            assert_int_equal(sp_model_hvp(t->m[k], l, v[k], hv[k]), SP_OK);
+        }
+        expect_same(t, "Hessian-vector product of block", l, hv[0], hv[1], n);
+        for (int k = 0; k < 2; k++) {
+            sp_model_backend(t->m[k])->free(v[k]);
+            sp_model_backend(t->m[k])->free(hv[k]);
+        }
+        free(host);
+    }
+}
+
 /* Each twin's checkpoint (with the AdamW moments o[k]) loaded on the other backend: the CPU's file
  * on the masked backend, the masked one's on the CPU; the parameters and moments agree. */
 static void expect_same_checkpoint_round_trip(twin *t, sp_optim *const o[2])
@@ -284,6 +308,7 @@ static void check_passes(const sp_config *cfg, uint64_t seed, uint64_t token_see
     expect_same_forward(&t, tokens, targets);
     expect_same_backward(&t);
     expect_same_block_maps(&t, &rng);
+    expect_same_hvps(&t, &rng);
     expect_same_optimizer_step(&t);
     /* a skipped block (pruning probes) on both */
     for (int k = 0; k < 2; k++)
@@ -468,10 +493,17 @@ static void analyze_both(const char *name, const char *input, const char *tokens
     expect_same_reports(name, path[0], path[1]);
 }
 
-/* Small enough to run in well under a second per backend. */
+/* Small enough to run in well under a second per backend; every analyzer, the opt-in ones too. */
 static void small_options(sp_analyze_options *o)
 {
     sp_analyze_options_defaults(o);
+    for (int i = 0; i < sp_n_analyzers; i++) {
+        strcat(o->metrics, i ? "," : "");
+        strcat(o->metrics, sp_analyzers[i]->name);
+    }
+    o->curv_seqs = 1;
+    o->curv_iters = 8;
+    o->hutchinson_samples = 3;
     o->n_tokens = 12 * SEQ;
     o->seq_len = SEQ;
     o->batch = 4;

@@ -5,6 +5,8 @@
  *   gradients (a few variants, and every tiny pretrained config of tests/support/model_fixture.h):
  *              ||g_gpu - g_cpu|| / ||g_cpu|| over the whole parameter vector, and the same error of
  *              each tensor divided by the whole vector's norm: <= 1e-4 (TF32: 2e-2); loss rel 1e-5;
+ *   Hessian-vector products of every block (same models and batch): ||Hv_gpu - Hv_cpu|| / ||Hv_cpu||
+ *              <= 1e-3 (TF32: 1e-1): second order rounds more than the gradients;
  *   training:  |loss_gpu - loss_cpu| <= 2e-3 * loss_cpu at each of 50 steps (TF32: 5e-2).
  * Without a visible GPU every test is skipped with "skipped: no CUDA GPU". */
 #include <setjmp.h>
@@ -55,7 +57,49 @@ static double norm_diff(size_t n, const double *a, const double *b)
     return sqrt(s);
 }
 
-/* The gradients of cfg's tiny model on both devices; what names it in messages. */
+/* H_ll v of every block on both devices, around the forward pass each model holds, v the same random
+ * vector: ||Hv_gpu - Hv_cpu|| / ||Hv_cpu|| <= tol. */
+static void check_hvps(sp_model *cpu_m, sp_model *gpu_m, double tol, const char *what)
+{
+    const sp_backend *cpu = sp_model_backend(cpu_m), *gpu = sp_model_backend(gpu_m);
+    sp_rng rng;
+    sp_rng_seed(&rng, 6);
+    for (int l = 0; l < sp_model_config(cpu_m)->n_layers; l++) {
+        size_t offset, n;
+        sp_model_block_param_range(cpu_m, l, &offset, &n);
+        sp_real *v = malloc(n * sizeof *v), *hv[2] = {malloc(n * sizeof(sp_real)), malloc(n * sizeof(sp_real))};
+        assert_true(v && hv[0] && hv[1]);
+        for (size_t i = 0; i < n; i++)
+            v[i] = (sp_real)sp_rng_normal(&rng);
+        sp_model *models[2] = {cpu_m, gpu_m};
+        const sp_backend *bes[2] = {cpu, gpu};
+        double *h[2];
+        for (int d = 0; d < 2; d++) {
+            sp_real *dv = bes[d]->alloc(n * sizeof *dv, "test v"), *dhv = bes[d]->alloc(n * sizeof *dhv, "test hv");
+            assert_true(dv && dhv);
+            bes[d]->upload(dv, v, n * sizeof *v);
+            assert_int_equal(sp_model_hvp(models[d], l, dv, dhv), SP_OK);
+            bes[d]->download(hv[d], dhv, n * sizeof *v);
+            bes[d]->free(dv);
+            bes[d]->free(dhv);
+            h[d] = malloc(n * sizeof *h[d]);
+            assert_non_null(h[d]);
+            for (size_t i = 0; i < n; i++)
+                h[d][i] = hv[d][i];
+        }
+        const double err = norm_diff(n, h[1], h[0]) / norm_diff(n, h[0], NULL);
+        if (!(err <= tol))
+            fail_msg("%s block %d: ||Hv_gpu - Hv_cpu|| / ||Hv_cpu|| = %.3g (tolerance %.0e)", what, l, err, tol);
+        free(v);
+        for (int d = 0; d < 2; d++) {
+            free(hv[d]);
+            free(h[d]);
+        }
+    }
+}
+
+/* The gradients and Hessian-vector products of cfg's tiny model on both devices; what names it in
+ * messages. */
 static void check_config_grads(const sp_config *config, const char *what)
 {
     const sp_backend *gpu = gpu_require();
@@ -104,6 +148,7 @@ static void check_config_grads(const sp_config *config, const char *what)
                      sp_model_param_spec(cpu_m, i)->name, err, tol);
         offset += numel;
     }
+    check_hvps(cpu_m, gpu_m, gpu_tf32() ? 1e-1 : 1e-3, what);
     free(g_cpu);
     free(g_gpu);
     sp_model_free(cpu_m);

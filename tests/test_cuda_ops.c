@@ -14,6 +14,10 @@
  * gradients (norm dgain/dbias, embedding dtok/dpos) and the reductions are also run twice and must
  * match bit for bit (no atomics on the GPU).
  *
+ * The second-order ops (norm_bwd_jvp, act_bwd_jvp, glu_bwd_jvp, softcap_bwd_jvp, xent_bwd_jvp,
+ * attn_bwd_jvp: exact Hessian-vector products) are held to the same tolerances as the ops they are
+ * the tangents of.
+ *
  * The fp64 ops for the analyzers (to_f64, gemm_f64, sym_eigvals, singvals) are held to the CPU
  * backend (LAPACK) in double, with their own tolerances (F64_GEMM_TOL, SPECTRAL_TOL below). */
 #include <stdarg.h>
@@ -355,8 +359,24 @@ static void check_norm(sp_norm_kind kind)
     gpu_be->norm_jvp(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, tx.gpu, ty.gpu);
     assert_close(&ty, OP_TOL, "norm_jvp");
 
+    /* the tangent of bwd, with a gain tangent and parameter-gradient tangents, then without */
+    dual tgain = dual_random(&rng, dim, 1.0), tdy = dual_random(&rng, x.n, 1.0), tdx = dual_random(&rng, x.n, 1.0);
+    dual tdgain = dual_random(&rng, dim, 1.0), tdbias = dual_random(&rng, dim, 1.0);
+    cpu_be->norm_bwd_jvp(kind, rows, dim, x.cpu, gain.cpu, m_cpu, rstd.cpu, tx.cpu, tgain.cpu, dy.cpu, tdy.cpu, tdx.cpu,
+                         tdgain.cpu, ln ? tdbias.cpu : NULL);
+    gpu_be->norm_bwd_jvp(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, tx.gpu, tgain.gpu, dy.gpu, tdy.gpu, tdx.gpu,
+                         tdgain.gpu, ln ? tdbias.gpu : NULL);
+    assert_close(&tdx, OP_TOL, "norm_bwd_jvp tdx");
+    assert_close(&tdgain, OP_TOL, "norm_bwd_jvp tdgain");
+    assert_close(&tdbias, ln ? OP_TOL : 0, "norm_bwd_jvp tdbias");
+    cpu_be->norm_bwd_jvp(kind, rows, dim, x.cpu, gain.cpu, m_cpu, rstd.cpu, tx.cpu, NULL, dy.cpu, tdy.cpu, tdx.cpu, NULL,
+                         NULL);
+    gpu_be->norm_bwd_jvp(kind, rows, dim, x.gpu, gain.gpu, m_gpu, rstd.gpu, tx.gpu, NULL, dy.gpu, tdy.gpu, tdx.gpu, NULL,
+                         NULL);
+    assert_close(&tdx, OP_TOL, "norm_bwd_jvp tdx without a gain tangent");
+
     dual *all[] = {&x, &gain, &bias, &y, &mean, &rstd, &dy, &dx, &dgain, &dbias, &dx_again, &dgain_again, &dbias_again,
-                   &tx, &ty};
+                   &tx, &ty, &tgain, &tdy, &tdx, &tdgain, &tdbias};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
         dual_free(all[i]);
 }
@@ -414,6 +434,15 @@ static void test_activations(void **state)
         cpu_be->glu_jvp(kind, n, x.cpu, u.cpu, t.cpu, tu.cpu, out.cpu);
         gpu_be->glu_jvp(kind, n, x.gpu, u.gpu, t.gpu, tu.gpu, out.gpu);
         CHECK(out, "glu_jvp");
+
+        /* second order: the tangents of act_bwd and glu_bwd (dy and du reused as the tangents of dy) */
+        cpu_be->act_bwd_jvp(kind, n, x.cpu, t.cpu, dy.cpu, du.cpu, dx.cpu);
+        gpu_be->act_bwd_jvp(kind, n, x.gpu, t.gpu, dy.gpu, du.gpu, dx.gpu);
+        CHECK(dx, "act_bwd_jvp");
+        cpu_be->glu_bwd_jvp(kind, n, x.cpu, u.cpu, t.cpu, tu.cpu, dy.cpu, du.cpu, dx.cpu, out.cpu);
+        gpu_be->glu_bwd_jvp(kind, n, x.gpu, u.gpu, t.gpu, tu.gpu, dy.gpu, du.gpu, dx.gpu, out.gpu);
+        CHECK(dx, "glu_bwd_jvp tdg");
+        CHECK(out, "glu_bwd_jvp tdu");
     }
 #undef CHECK
 
@@ -425,6 +454,9 @@ static void test_activations(void **state)
     cpu_be->softcap_jvp(n, 2.5, out.cpu, t.cpu, t.cpu);
     gpu_be->softcap_jvp(n, 2.5, out.gpu, t.gpu, t.gpu);
     assert_close(&t, OP_TOL, "softcap_jvp in place");
+    cpu_be->softcap_bwd_jvp(n, 2.5, out.cpu, t.cpu, dy.cpu, u.cpu, u.cpu);
+    gpu_be->softcap_bwd_jvp(n, 2.5, out.gpu, t.gpu, dy.gpu, u.gpu, u.gpu);
+    assert_close(&u, OP_TOL, "softcap_bwd_jvp in place");
 
     dual *all[] = {&x, &u, &t, &tu, &dy, &dx, &du, &out};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
@@ -500,9 +532,18 @@ static void check_attention(const sp_attn_shape *shape, const char *name)
     cpu_be->attn_jvp(shape, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu, tout.cpu);
     gpu_be->attn_jvp(shape, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu, tout.gpu);
     CHECK(tout, "attn_jvp");
+
+    dual tdout = dual_random(&rng, nq, 1.0); /* the second order adds into dq, dk, dv */
+    cpu_be->attn_bwd_jvp(shape, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu, dout.cpu, tdout.cpu, dq.cpu,
+                         dk.cpu, dv.cpu);
+    gpu_be->attn_bwd_jvp(shape, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu, dout.gpu, tdout.gpu, dq.gpu,
+                         dk.gpu, dv.gpu);
+    CHECK(dq, "attn_bwd_jvp tdq");
+    CHECK(dk, "attn_bwd_jvp tdk");
+    CHECK(dv, "attn_bwd_jvp tdv");
 #undef CHECK
 
-    dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout};
+    dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout, &tdout};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
         dual_free(all[i]);
 }
@@ -585,9 +626,13 @@ static void test_xent(void **state)
     cpu_be->xent_bwd(rows, vocab, logits.cpu, targets_cpu, 0.02f, dlogits.cpu);
     gpu_be->xent_bwd(rows, vocab, logits.gpu, targets_gpu, 0.02f, dlogits.gpu);
     assert_close(&dlogits, OP_TOL, "xent_bwd");
-    dual_free(&logits);
-    dual_free(&losses);
-    dual_free(&dlogits);
+    dual tlogits = dual_random(&rng, logits.n, 1.0);
+    cpu_be->xent_bwd_jvp(rows, vocab, logits.cpu, targets_cpu, 0.02f, tlogits.cpu, dlogits.cpu);
+    gpu_be->xent_bwd_jvp(rows, vocab, logits.gpu, targets_gpu, 0.02f, tlogits.gpu, dlogits.gpu);
+    assert_close(&dlogits, OP_TOL, "xent_bwd_jvp");
+    dual *all[] = {&logits, &losses, &dlogits, &tlogits};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        dual_free(all[i]);
     free(targets_cpu);
     gpu_be->free(targets_gpu);
 }

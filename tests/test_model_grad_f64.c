@@ -34,7 +34,7 @@
 
 #include <cmocka.h>
 
-#include "tests/support/model_fixture.h"
+#include "tests/support/config_tests.h"
 #include "tests/support/vec_util.h"
 
 #define BATCH 2
@@ -275,25 +275,7 @@ static void check_config(const sp_config *cfg, uint64_t seed, const char *what)
     teardown(&p);
 }
 
-static void check_variant(void **state)
-{
-    const int variant = (int)(intptr_t)*state;
-    for (int combo = 0; combo < 8; combo++) {
-        const int norm = combo & 1 ? SP_NORM_RMSNORM : SP_NORM_LAYERNORM;
-        const int ffn = combo & 2 ? SP_FFN_SWIGLU : SP_FFN_GELU;
-        const int pos = combo & 4 ? SP_POS_ROPE : SP_POS_LEARNED;
-        sp_config cfg;
-        fixture_tiny_config(&cfg, variant, norm, ffn, pos);
-        cfg.tie_embeddings = (pos == SP_POS_ROPE) ^ (ffn == SP_FFN_SWIGLU);
-        if (ffn == SP_FFN_SWIGLU && pos == SP_POS_LEARNED)
-            cfg.final_norm = !cfg.final_norm;
-        cfg.embed_norm = variant == SP_VARIANT_PERI && norm == SP_NORM_RMSNORM;
-        char what[128];
-        snprintf(what, sizeof what, "%s/%s/%s/%s%s", sp_variant_names[variant], sp_norm_names[norm],
-                 sp_ffn_names[ffn], sp_pos_names[pos], cfg.tie_embeddings ? "/tied" : "");
-        check_config(&cfg, (uint64_t)(variant * 8 + combo), what);
-    }
-}
+static void check_variant(void **state) { config_grad_combos((int)(intptr_t)*state, check_config); }
 
 /* The pretrained architectures' configs, tied as they come and untied (so the embedding gradient is
  * checked for each too). */
@@ -312,16 +294,7 @@ static void check_pretrained(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED];
-    static char names[FIXTURE_N_PRETRAINED][64];
-    for (int v = 0; v < SP_N_VARIANTS; v++)
-        tests[v] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = check_variant,
-                                       .initial_state = (void *)(intptr_t)v};
-    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
-        sp_config cfg;
-        snprintf(names[i], sizeof names[i], "pretrained %s", fixture_pretrained_config(i, &cfg));
-        tests[SP_N_VARIANTS + i] = (struct CMUnitTest){.name = names[i], .test_func = check_pretrained,
-                                                       .initial_state = (void *)(intptr_t)i};
-    }
+    struct CMUnitTest tests[CONFIG_N_TESTS];
+    config_tests(tests, check_variant, check_pretrained);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

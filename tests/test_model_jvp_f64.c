@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "tests/support/model_fixture.h"
+#include "tests/support/config_tests.h"
 #include "tests/support/vec_util.h"
 
 #define BATCH 2
@@ -199,13 +199,7 @@ static void check_variant(void **state)
     }
 }
 
-static void check_pretrained(void **state)
-{
-    const int i = (int)(intptr_t)*state;
-    sp_config cfg;
-    const char *name = fixture_pretrained_config(i, &cfg);
-    check_config(&cfg, (uint64_t)(100 + i), name);
-}
+static void check_pretrained(void **state) { config_pretrained((int)(intptr_t)*state, 100, check_config); }
 
 /* The entry points refuse a missing forward pass and a block outside the model. */
 static void test_block_usage_errors(void **state)
@@ -233,17 +227,8 @@ static void test_block_usage_errors(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED + 1];
-    static char names[FIXTURE_N_PRETRAINED][64];
-    for (int v = 0; v < SP_N_VARIANTS; v++)
-        tests[v] = (struct CMUnitTest){.name = sp_variant_names[v], .test_func = check_variant,
-                                       .initial_state = (void *)(intptr_t)v};
-    for (int i = 0; i < FIXTURE_N_PRETRAINED; i++) {
-        sp_config cfg;
-        snprintf(names[i], sizeof names[i], "pretrained %s", fixture_pretrained_config(i, &cfg));
-        tests[SP_N_VARIANTS + i] = (struct CMUnitTest){.name = names[i], .test_func = check_pretrained,
-                                                       .initial_state = (void *)(intptr_t)i};
-    }
-    tests[SP_N_VARIANTS + FIXTURE_N_PRETRAINED] = (struct CMUnitTest)cmocka_unit_test(test_block_usage_errors);
+    struct CMUnitTest tests[CONFIG_N_TESTS + 1];
+    config_tests(tests, check_variant, check_pretrained);
+    tests[CONFIG_N_TESTS] = (struct CMUnitTest)cmocka_unit_test(test_block_usage_errors);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@
 static const char *const report_figures[] = {"cos-heatmap", "cos-distance", "cka", "spectral-util", "embed-eigs",
                                              "cond", "alpha", "jac", "grad-blocks", "growth", "hidden-spectra",
                                              "presums", "block-influence", "token-uniformity",
-                                             "logit-lens", "attention", "prune", "drift"};
+                                             "logit-lens", "attention", "prune", "curvature", "drift"};
 static const char *const log_figures[] = {"loss", "grad-steps", "grad-layers", "attn-steps", "depth"};
 #define N_REPORT_FIGURES ((int)(sizeof report_figures / sizeof report_figures[0]))
 #define N_LOG_FIGURES ((int)(sizeof log_figures / sizeof log_figures[0]))
@@ -174,6 +174,8 @@ static void write_report(const char *dir, int n_layers, double shift, int with_p
     put(r, "attention", "entropy_normalized", 2, L, 2, k);
     put(r, "attention", "sink_mass", 2, L, 2, k + L * 2);
     put(r, "attention", "max_logit", 2, L, 2, k + L * 4);
+    put(r, "curvature", "lambda_max", 1, L, 0, v);
+    put(r, "curvature", "trace_per_param", 1, L, 0, w);
     if (with_pruning) {
         put(r, "pruning", "delta_skip_block", 1, L, 0, v);
         put(r, "pruning", "delta_drop_last", 1, L - 1, 0, w + 1);
@@ -278,7 +280,7 @@ static void test_every_figure(void **state)
     assert_int_equal(scratch_count_lines(e), 2);
     assert_non_null(strstr(e, "plot: drift: skipped: no report among the inputs holds its data"));
     assert_non_null(strstr(e, "plot: prune: left out span, L=3, scaled init, lr 0.003 (no pruning/delta_skip_block)"));
-    assert_non_null(strstr(o, "22 figures drawn"));
+    assert_non_null(strstr(o, "23 figures drawn"));
     /* the legend names each run; the data keep one block per run (two for the loss curves) */
     char *script = read_text(out, "loss.gp"), *data = read_text(out, "loss.dat");
     assert_non_null(strstr(script, "\"pre, L=3, scaled init, lr 0.003\""));
@@ -406,7 +408,7 @@ static void test_missing_data_skipped(void **state)
     for (int i = 0; i < N_LOG_FIGURES; i++)
         assert_figure(out, log_figures[i], SP_PLOT_DEFAULT_WIDTH, SP_PLOT_DEFAULT_HEIGHT);
     assert_non_null(strstr(o, "5 figures drawn"));
-    assert_non_null(strstr(o, "18 skipped"));
+    assert_non_null(strstr(o, "19 skipped"));
     tree_remove(out);
     remove_runs(&r);
     free(o);

@@ -46,6 +46,17 @@ void sp_cpu_norm_fwd(sp_norm_kind kind, int rows, int dim, sp_real eps, const sp
     }
 }
 
+/* dgain[j0 + j] += sg[j], dbias[j0 + j] += sb[j] for the columns of one block (either may be NULL). */
+static void add_column_sums(int j0, int width, const double *sg, const double *sb, sp_real *dgain, sp_real *dbias)
+{
+    for (int j = 0; j < width; j++) {
+        if (dgain)
+            dgain[j0 + j] += (sp_real)sg[j];
+        if (dbias)
+            dbias[j0 + j] += (sp_real)sb[j];
+    }
+}
+
 /* mean(w) and mean(xhat * w) of one row, where w = w_raw * w_scale (w_scale NULL: 1). */
 static void row_moments(sp_norm_kind kind, int dim, const sp_real *xr, double mu, double rs, const sp_real *w_raw,
                         const sp_real *w_scale, double *mean_w, double *mean_xw)
@@ -93,12 +104,7 @@ void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
                 sb[j] += d;
             }
         }
-        for (int j = 0; j < width; j++) {
-            if (dgain)
-                dgain[j0 + j] += (sp_real)sg[j];
-            if (dbias)
-                dbias[j0 + j] += (sp_real)sb[j];
-        }
+        add_column_sums(j0, width, sg, sb, dgain, dbias);
     }
 }
 
@@ -116,4 +122,64 @@ void sp_cpu_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
             tyr[j] = (sp_real)(gain[j] * rs * (txr[j] - mean_w - xhat * mean_xw));
         }
     }
+}
+
+/* The tangent of norm_bwd. With A = w - mean(w) - xhat mean(xhat w), w = dy * gain, dx = rstd A, and
+ * the point's tangents txhat = rstd (tx - mean(tx) - xhat a), trstd = -rstd^2 a, a = mean(xhat tx):
+ *   tdx = trstd A + rstd (tw - mean(tw) - txhat mean(xhat w) - xhat mean(txhat w + xhat tw)),
+ * tw = tdy * gain + dy * tgain; tdgain = sum over rows of tdy xhat + dy txhat, tdbias of tdy
+ * (RMSNorm without the mean terms). */
+void sp_cpu_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                         const sp_real *mean, const sp_real *rstd, const sp_real *tx, const sp_real *tgain,
+                         const sp_real *dy, const sp_real *tdy, sp_real *tdx, sp_real *tdgain, sp_real *tdbias)
+{
+    const int parallel = (size_t)rows * dim >= SP_CPU_PAR_MIN, layer = kind == SP_NORM_LAYERNORM;
+    double *tangent_moments = sp_cpu_alloc((size_t)rows * 2 * sizeof(double), "norm tangent moments");
+    if (!tangent_moments)
+        return;
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(dim)) if (parallel)
+    for (int r = 0; r < rows; r++) {
+        const size_t off = (size_t)r * dim;
+        const sp_real *xr = x + off, *txr = tx + off, *dyr = dy + off, *tdyr = tdy + off;
+        const double mu = row_mean(kind, mean, r), rs = rstd[r];
+        double mean_t, a, mean_w, m;
+        row_moments(kind, dim, xr, mu, rs, txr, NULL, &mean_t, &a);
+        row_moments(kind, dim, xr, mu, rs, dyr, gain, &mean_w, &m);
+        tangent_moments[2 * r] = mean_t;
+        tangent_moments[2 * r + 1] = a;
+        double s_tw = 0, s_tm = 0;
+        for (int j = 0; j < dim; j++) {
+            const double xhat = (xr[j] - mu) * rs, txhat = rs * (txr[j] - mean_t - xhat * a);
+            const double tw = (double)tdyr[j] * gain[j] + (tgain ? (double)dyr[j] * tgain[j] : 0.0);
+            s_tw += tw;
+            s_tm += txhat * dyr[j] * gain[j] + xhat * tw;
+        }
+        const double mean_tw = layer ? s_tw / dim : 0.0, tm = s_tm / dim, trs = -rs * rs * a;
+        for (int j = 0; j < dim; j++) {
+            const double xhat = (xr[j] - mu) * rs, txhat = rs * (txr[j] - mean_t - xhat * a);
+            const double w = (double)dyr[j] * gain[j];
+            const double tw = (double)tdyr[j] * gain[j] + (tgain ? (double)dyr[j] * tgain[j] : 0.0);
+            tdx[off + j] += (sp_real)(trs * (w - mean_w - xhat * m) + rs * (tw - mean_tw - txhat * m - xhat * tm));
+        }
+    }
+    if (tdgain || tdbias) {
+        const int n_blocks = (dim + NORM_COL_BLOCK - 1) / NORM_COL_BLOCK;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+        for (int blk = 0; blk < n_blocks; blk++) {
+            const int j0 = blk * NORM_COL_BLOCK, width = dim - j0 < NORM_COL_BLOCK ? dim - j0 : NORM_COL_BLOCK;
+            double sg[NORM_COL_BLOCK] = {0}, sb[NORM_COL_BLOCK] = {0};
+            for (int r = 0; r < rows; r++) {
+                const size_t off = (size_t)r * dim + j0;
+                const double mu = row_mean(kind, mean, r), rs = rstd[r];
+                const double mean_t = tangent_moments[2 * r], a = tangent_moments[2 * r + 1];
+                for (int j = 0; j < width; j++) {
+                    const double xhat = (x[off + j] - mu) * rs, txhat = rs * (tx[off + j] - mean_t - xhat * a);
+                    sg[j] += (double)tdy[off + j] * xhat + (double)dy[off + j] * txhat;
+                    sb[j] += tdy[off + j];
+                }
+            }
+            add_column_sums(j0, width, sg, sb, tdgain, tdbias);
+        }
+    }
+    sp_cpu_free(tangent_moments);
 }

@@ -52,18 +52,27 @@ void sp_cpu_norm_bwd(sp_norm_kind kind, int rows, int dim, const sp_real *x, con
                      sp_real *dbias);
 void sp_cpu_norm_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
                      const sp_real *mean, const sp_real *rstd, const sp_real *tx, sp_real *ty);
+void sp_cpu_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                         const sp_real *mean, const sp_real *rstd, const sp_real *tx, const sp_real *tgain,
+                         const sp_real *dy, const sp_real *tdy, sp_real *tdx, sp_real *tdgain, sp_real *tdbias);
 
 /* cpu_activation.c */
 void sp_cpu_act_fwd(sp_act_kind kind, size_t n, const sp_real *x, sp_real *y);
 void sp_cpu_act_bwd(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *dy, sp_real *dx);
 void sp_cpu_act_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, sp_real *ty);
+void sp_cpu_act_bwd_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, const sp_real *dy,
+                        const sp_real *tdy, sp_real *tdx);
 void sp_cpu_glu_fwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, sp_real *h);
 void sp_cpu_glu_bwd(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *dh, sp_real *dg,
                     sp_real *du);
 void sp_cpu_glu_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
                     const sp_real *tu, sp_real *th);
+void sp_cpu_glu_bwd_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                        const sp_real *tu, const sp_real *dh, const sp_real *tdh, sp_real *tdg, sp_real *tdu);
 void sp_cpu_softcap_fwd(size_t n, double cap, const sp_real *x, sp_real *y);
 void sp_cpu_softcap_jvp(size_t n, double cap, const sp_real *y, const sp_real *t, sp_real *out);
+void sp_cpu_softcap_bwd_jvp(size_t n, double cap, const sp_real *y, const sp_real *ty, const sp_real *dy,
+                            const sp_real *tdy, sp_real *out);
 
 /* cpu_rope.c */
 void sp_cpu_rope(int rows, int seq_len, int n_heads, int head_dim, int rot_dims, const double *inv_freq,
@@ -84,6 +93,11 @@ static inline int sp_cpu_attn_first_key(int window, int i) { return window > 0 &
 sp_status sp_cpu_attn_stats(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, int first_pos,
                             double *stats, double *head_cos);
 
+/* cpu_attention_hvp.c */
+void sp_cpu_attn_bwd_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                         const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                         const sp_real *dout, const sp_real *tdout, sp_real *tdq, sp_real *tdk, sp_real *tdv);
+
 /* cpu_embed.c */
 void sp_cpu_embed_fwd(int rows, int seq_len, int dim, sp_real scale, const int32_t *ids, const sp_real *tok,
                       const sp_real *pos, sp_real *out);
@@ -94,6 +108,8 @@ void sp_cpu_embed_bwd(int rows, int seq_len, int dim, sp_real scale, const int32
 void sp_cpu_xent_fwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real *losses);
 void sp_cpu_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
                      sp_real *dlogits);
+void sp_cpu_xent_bwd_jvp(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                         const sp_real *tlogits, sp_real *tdlogits);
 
 /* cpu_adamw.c */
 void sp_cpu_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,

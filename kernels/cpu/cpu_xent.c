@@ -54,3 +54,23 @@ void sp_cpu_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t *
         }
     }
 }
+
+/* The tangent of xent_bwd: the gradient scale (softmax - onehot) moves by the softmax JVP. */
+void sp_cpu_xent_bwd_jvp(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                         const sp_real *tlogits, sp_real *tdlogits)
+{
+#pragma omp parallel for schedule(dynamic, sp_cpu_row_chunk(vocab)) if ((size_t)rows * vocab >= SP_CPU_PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        if (targets[r] < 0)
+            continue;
+        const size_t off = (size_t)r * vocab;
+        double mx, lse, mean_t = 0;
+        row_logsumexp(vocab, logits + off, &mx, &lse);
+        for (int j = 0; j < vocab; j++)
+            mean_t += exp((double)logits[off + j] - mx - lse) * tlogits[off + j];
+        for (int j = 0; j < vocab; j++) {
+            const double prob = exp((double)logits[off + j] - mx - lse);
+            tdlogits[off + j] += (sp_real)(scale * prob * ((double)tlogits[off + j] - mean_t));
+        }
+    }
+}

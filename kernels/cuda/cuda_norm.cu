@@ -197,3 +197,88 @@ void sp_cuda_norm_jvp(sp_norm_kind kind, int rows, int dim, const float *x, cons
     norm_jvp_kernel<<<sp_cuda_row_blocks(rows), SP_CUDA_THREADS>>>(kind, rows, dim, x, gain, mean, rstd, tx, ty);
     SP_CUDA_CHECK_LAUNCH("norm_jvp_kernel");
 }
+
+/* The tangent of norm_bwd (kernels/cpu/cpu_norm.c has the formulas): one warp per row for tdx, which
+ * also leaves the row's mean(tx) and mean(xhat tx) in moments for the tdgain pass. */
+static __global__ void norm_bwd_jvp_kernel(sp_norm_kind kind, int rows, int dim, const float *x, const float *gain,
+                                           const float *mean, const float *rstd, const float *tx, const float *tgain,
+                                           const float *dy, const float *tdy, float *tdx, double *moments)
+{
+    const int row = blockIdx.x * SP_CUDA_ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows)
+        return;
+    const size_t off = (size_t)row * dim;
+    const double mu = row_center(kind, mean, row), rs = rstd[row], layer = kind == SP_NORM_LAYERNORM;
+    double st = 0, sxt = 0, sw = 0, sxw = 0;
+    for (int j = lane; j < dim; j += 32) {
+        const double xhat = (x[off + j] - mu) * rs, w = (double)dy[off + j] * gain[j];
+        st += tx[off + j];
+        sxt += xhat * tx[off + j];
+        sw += w;
+        sxw += xhat * w;
+    }
+    const double mean_t = layer * sp_cuda_warp_reduce(st, sp_cuda_add()) / dim;
+    const double a = sp_cuda_warp_reduce(sxt, sp_cuda_add()) / dim;
+    const double mean_w = layer * sp_cuda_warp_reduce(sw, sp_cuda_add()) / dim;
+    const double m = sp_cuda_warp_reduce(sxw, sp_cuda_add()) / dim;
+    double s_tw = 0, s_tm = 0;
+    for (int j = lane; j < dim; j += 32) {
+        const double xhat = (x[off + j] - mu) * rs, txhat = rs * (tx[off + j] - mean_t - xhat * a);
+        const double tw = (double)tdy[off + j] * gain[j] + (tgain ? (double)dy[off + j] * tgain[j] : 0.0);
+        s_tw += tw;
+        s_tm += txhat * dy[off + j] * gain[j] + xhat * tw;
+    }
+    const double mean_tw = layer * sp_cuda_warp_reduce(s_tw, sp_cuda_add()) / dim;
+    const double tm = sp_cuda_warp_reduce(s_tm, sp_cuda_add()) / dim, trs = -rs * rs * a;
+    for (int j = lane; j < dim; j += 32) {
+        const double xhat = (x[off + j] - mu) * rs, txhat = rs * (tx[off + j] - mean_t - xhat * a);
+        const double w = (double)dy[off + j] * gain[j];
+        const double tw = (double)tdy[off + j] * gain[j] + (tgain ? (double)dy[off + j] * tgain[j] : 0.0);
+        tdx[off + j] += (float)(trs * (w - mean_w - xhat * m) + rs * (tw - mean_tw - txhat * m - xhat * tm));
+    }
+    if (lane == 0) {
+        moments[2 * row] = mean_t;
+        moments[2 * row + 1] = a;
+    }
+}
+
+/* tdgain += sum over rows of tdy xhat + dy txhat, tdbias += of tdy: one thread per column, rows in order. */
+static __global__ void norm_bwd_jvp_params_kernel(sp_norm_kind kind, int rows, int dim, const float *x,
+                                                  const float *mean, const float *rstd, const float *tx,
+                                                  const float *dy, const float *tdy, const double *moments,
+                                                  float *tdgain, float *tdbias)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= dim)
+        return;
+    double sg = 0, sb = 0;
+    for (int r = 0; r < rows; r++) {
+        const size_t at = (size_t)r * dim + col;
+        const double rs = rstd[r], xhat = (x[at] - row_center(kind, mean, r)) * rs;
+        const double txhat = rs * (tx[at] - moments[2 * r] - xhat * moments[2 * r + 1]);
+        sg += (double)tdy[at] * xhat + (double)dy[at] * txhat;
+        sb += tdy[at];
+    }
+    if (tdgain)
+        tdgain[col] += (float)sg;
+    if (tdbias)
+        tdbias[col] += (float)sb;
+}
+
+void sp_cuda_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const float *x, const float *gain, const float *mean,
+                          const float *rstd, const float *tx, const float *tgain, const float *dy, const float *tdy,
+                          float *tdx, float *tdgain, float *tdbias)
+{
+    if (rows <= 0 || dim <= 0)
+        return;
+    double *moments = (double *)sp_cuda_scratch(2 * (size_t)rows * sizeof(double), "norm tangent moments");
+    if (!moments)
+        return;
+    norm_bwd_jvp_kernel<<<sp_cuda_row_blocks(rows), SP_CUDA_THREADS>>>(kind, rows, dim, x, gain, mean, rstd, tx, tgain,
+                                                                       dy, tdy, tdx, moments);
+    if (!SP_CUDA_CHECK_LAUNCH("norm_bwd_jvp_kernel") || (!tdgain && !tdbias))
+        return;
+    norm_bwd_jvp_params_kernel<<<(dim + SP_CUDA_THREADS - 1) / SP_CUDA_THREADS, SP_CUDA_THREADS>>>(
+        kind, rows, dim, x, mean, rstd, tx, dy, tdy, moments, tdgain, tdbias);
+    SP_CUDA_CHECK_LAUNCH("norm_bwd_jvp_params_kernel");
+}

@@ -196,6 +196,21 @@ void sp_cuda_norm_jvp(sp_norm_kind kind, int rows, int dim, const float *x, cons
 void sp_cuda_act_fwd(sp_act_kind kind, size_t n, const float *x, float *y);
 void sp_cuda_act_bwd(sp_act_kind kind, size_t n, const float *x, const float *dy, float *dx);
 void sp_cuda_act_jvp(sp_act_kind kind, size_t n, const float *x, const float *tx, float *ty);
+void sp_cuda_act_bwd_jvp(sp_act_kind kind, size_t n, const float *x, const float *tx, const float *dy, const float *tdy,
+                         float *tdx);
+void sp_cuda_glu_bwd_jvp(sp_act_kind kind, size_t n, const float *g, const float *u, const float *tg, const float *tu,
+                         const float *dh, const float *tdh, float *tdg, float *tdu);
+void sp_cuda_softcap_bwd_jvp(size_t n, double cap, const float *y, const float *ty, const float *dy, const float *tdy,
+                             float *out);
+void sp_cuda_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const float *x, const float *gain, const float *mean,
+                          const float *rstd, const float *tx, const float *tgain, const float *dy, const float *tdy,
+                          float *tdx, float *tdgain, float *tdbias);
+void sp_cuda_xent_bwd_jvp(int rows, int vocab, const float *logits, const int32_t *targets, float scale,
+                          const float *tlogits, float *tdlogits);
+/* cuda_attention_hvp.cu */
+void sp_cuda_attn_bwd_jvp(const sp_attn_shape *shape, const float *q, const float *k, const float *v,
+                          const float *saved, const float *tq, const float *tk, const float *tv, const float *dout,
+                          const float *tdout, float *tdq, float *tdk, float *tdv);
 void sp_cuda_glu_fwd(sp_act_kind kind, size_t n, const float *g, const float *u, float *h);
 void sp_cuda_glu_bwd(sp_act_kind kind, size_t n, const float *g, const float *u, const float *dh, float *dg, float *du);
 void sp_cuda_glu_jvp(sp_act_kind kind, size_t n, const float *g, const float *u, const float *tg, const float *tu,

@@ -63,3 +63,29 @@ void sp_cuda_xent_bwd(int rows, int vocab, const float *logits, const int32_t *t
     xent_bwd_kernel<<<rows, SP_CUDA_THREADS>>>(vocab, logits, targets, scale, dlogits);
     SP_CUDA_CHECK_LAUNCH("xent_bwd_kernel");
 }
+
+/* The tangent of xent_bwd: tdz += scale P (tz - rowsum(P tz)). */
+static __global__ void xent_bwd_jvp_kernel(int vocab, const float *logits, const int32_t *targets, float scale,
+                                           const float *tlogits, float *tdlogits)
+{
+    const int row = blockIdx.x;
+    if (targets[row] < 0)
+        return;
+    const float *z = logits + (size_t)row * vocab, *tz = tlogits + (size_t)row * vocab;
+    double mx, lse, mean_t = 0;
+    row_logsumexp(vocab, z, &mx, &lse);
+    for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+        mean_t += exp((double)z[j] - mx - lse) * tz[j];
+    mean_t = sp_cuda_block_reduce(mean_t, sp_cuda_add());
+    for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+        tdlogits[(size_t)row * vocab + j] += (float)(scale * exp((double)z[j] - mx - lse) * (tz[j] - mean_t));
+}
+
+void sp_cuda_xent_bwd_jvp(int rows, int vocab, const float *logits, const int32_t *targets, float scale,
+                          const float *tlogits, float *tdlogits)
+{
+    if (rows <= 0)
+        return;
+    xent_bwd_jvp_kernel<<<rows, SP_CUDA_THREADS>>>(vocab, logits, targets, scale, tlogits, tdlogits);
+    SP_CUDA_CHECK_LAUNCH("xent_bwd_jvp_kernel");
+}

@@ -133,6 +133,41 @@ static void m_xent_bwd(int rows, int vocab, const sp_real *logits, const int32_t
     CPU(xent_bwd)(rows, vocab, U(logits), U(targets), scale, U(dlogits));
 }
 
+static void m_norm_bwd_jvp(sp_norm_kind kind, int rows, int dim, const sp_real *x, const sp_real *gain,
+                           const sp_real *mean, const sp_real *rstd, const sp_real *tx, const sp_real *tgain,
+                           const sp_real *dy, const sp_real *tdy, sp_real *tdx, sp_real *tdgain, sp_real *tdbias)
+{
+    CPU(norm_bwd_jvp)(kind, rows, dim, U(x), U(gain), U(mean), U(rstd), U(tx), U(tgain), U(dy), U(tdy), U(tdx),
+                      U(tdgain), U(tdbias));
+}
+static void m_act_bwd_jvp(sp_act_kind kind, size_t n, const sp_real *x, const sp_real *tx, const sp_real *dy,
+                          const sp_real *tdy, sp_real *tdx)
+{
+    CPU(act_bwd_jvp)(kind, n, U(x), U(tx), U(dy), U(tdy), U(tdx));
+}
+static void m_glu_bwd_jvp(sp_act_kind kind, size_t n, const sp_real *g, const sp_real *u, const sp_real *tg,
+                          const sp_real *tu, const sp_real *dh, const sp_real *tdh, sp_real *tdg, sp_real *tdu)
+{
+    CPU(glu_bwd_jvp)(kind, n, U(g), U(u), U(tg), U(tu), U(dh), U(tdh), U(tdg), U(tdu));
+}
+static void m_softcap_bwd_jvp(size_t n, double cap, const sp_real *y, const sp_real *ty, const sp_real *dy,
+                              const sp_real *tdy, sp_real *out)
+{
+    CPU(softcap_bwd_jvp)(n, cap, U(y), U(ty), U(dy), U(tdy), U(out));
+}
+static void m_xent_bwd_jvp(int rows, int vocab, const sp_real *logits, const int32_t *targets, sp_real scale,
+                           const sp_real *tlogits, sp_real *tdlogits)
+{
+    CPU(xent_bwd_jvp)(rows, vocab, U(logits), U(targets), scale, U(tlogits), U(tdlogits));
+}
+static void m_attn_bwd_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                           const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                           const sp_real *dout, const sp_real *tdout, sp_real *tdq, sp_real *tdk, sp_real *tdv)
+{
+    CPU(attn_bwd_jvp)(shape, U(q), U(k), U(v), U(saved), U(tq), U(tk), U(tv), U(dout), U(tdout), U(tdq), U(tdk),
+                      U(tdv));
+}
+
 static void m_to_f64(size_t n, const sp_real *x, double *y, int accumulate) { CPU(to_f64)(n, U(x), U(y), accumulate); }
 static void m_gemm_f64(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
                        const double *b, int ldb, double beta, double *c, int ldc)
@@ -156,7 +191,7 @@ static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, s
 
 /* The name and every op of kernels/backend.h, all pointer-sized: an op added there changes the
  * size, and this build stops until it is wrapped below. */
-#define MASKED_N_FIELDS 43
+#define MASKED_N_FIELDS 49
 _Static_assert(sizeof(sp_backend) == MASKED_N_FIELDS * sizeof(void (*)(void)),
                "kernels/backend.h changed: wrap the new op in tests/support/masked_backend.c");
 
@@ -199,6 +234,12 @@ static const sp_backend masked = {
     .embed_bwd = m_embed_bwd,
     .xent_fwd = m_xent_fwd,
     .xent_bwd = m_xent_bwd,
+    .norm_bwd_jvp = m_norm_bwd_jvp,
+    .act_bwd_jvp = m_act_bwd_jvp,
+    .glu_bwd_jvp = m_glu_bwd_jvp,
+    .softcap_bwd_jvp = m_softcap_bwd_jvp,
+    .xent_bwd_jvp = m_xent_bwd_jvp,
+    .attn_bwd_jvp = m_attn_bwd_jvp,
     .to_f64 = m_to_f64,
     .gemm_f64 = m_gemm_f64,
     .sym_eigvals = m_sym_eigvals,
