@@ -10,7 +10,8 @@ computes in) and seen through a thin adapter:
   blocks          the GPT2Block modules themselves, called on a hidden state; their linear maps as
                   [out, in] matrices for `weights` and the Jacobian's weight products (GPT-2 stores
                   Conv1D weights [in, out], q, k, v fused in c_attn)
-  loss            wte + wpe, the blocks (some skipped for pruning), ln_f, the tied head
+  loss            wte + wpe, the blocks (some skipped for pruning), ln_f, the tied head (also what
+                  logit_lens decodes every h_l through)
 Attention runs transformers' "eager" implementation: the default SDPA path has no forward-mode
 derivative on the CPU (torch.func.jvp fails in _scaled_dot_product_flash_attention_for_cpu), so a
 block called alone gets the same additive causal mask the model builds for eager attention.
@@ -43,6 +44,7 @@ class Block(nn.Module):
     def __init__(self, block):
         super().__init__()
         self.block = block
+        self.n_heads = block.attn.num_heads
         self.masks = {}
 
     def forward(self, x):
@@ -94,11 +96,19 @@ class Model(nn.Module):
 
 
 def collect(model, inputs, batch):
-    """Layer outputs [L+1, N, d] and FFN latents [L, N, d_ff] from the model's own forward."""
-    hidden, latents = [], []
+    """Layer outputs [L+1, N, d] and FFN latents [L, N, d_ff] from the model's own forward, and q and
+    k per batch and block (the first two thirds of c_attn's output)."""
+    hidden, latents, qs, ks = [], [], [], []
     flat = lambda t: t.reshape(-1, t.shape[-1])  # noqa: E731
     t = model.hf.transformer
+    d = t.config.n_embd
+
+    def keep_qk(mod, inp, out):
+        qs.append(out[..., :d])
+        ks.append(out[..., d:2 * d])
+
     hooks = [t.h[0].register_forward_pre_hook(lambda mod, inp: hidden.append(flat(inp[0])))]
+    hooks += [b.attn.c_attn.register_forward_hook(keep_qk) for b in t.h]
     hooks += [b.register_forward_hook(lambda mod, inp, out: hidden.append(flat(out))) for b in t.h]
     hooks += [b.mlp.c_proj.register_forward_pre_hook(lambda mod, inp: latents.append(flat(inp[0]))) for b in t.h]
     L = len(t.h)
@@ -110,7 +120,7 @@ def collect(model, inputs, batch):
     n_b = len(hidden) // (L + 1)
     hs = torch.stack([torch.cat([hidden[b * (L + 1) + l] for b in range(n_b)]) for l in range(L + 1)])
     lat = torch.stack([torch.cat([latents[b * L + l] for b in range(n_b)]) for l in range(L)])
-    return hs, lat, None
+    return hs, lat, None, (qs, ks)
 
 
 def main():

@@ -17,7 +17,16 @@ Stages (each timed; docs/metrics.md defines the quantities):
   hidden_spectra  eigvalsh of every layer output's covariance
   ffn_spectra     eigvalsh of every FFN latent's covariance
   grad_norms      forward + backward on --grad-batches batches, per-tensor gradient norms
-  weights         svdvals of W_Q, W_K, W_V per head, W_O, W_1, W_2: condition numbers
+  token_uniformity per layer and sequence: mean pairwise cosine of the token vectors and the
+                  relative residual ||H - 1 mean(H)^T||_F / ||H||_F
+  logit_lens      every layer output through the final norm and the tied head: loss, top-1
+                  accuracy, KL to the last layer's distribution, argmax agreement
+  attention       per layer and head: attention entropy (and over ln of the visible keys), the
+                  mass on position 0, the mean distance, the largest score, the cosine between
+                  heads' attention rows (probabilities recomputed from hooked q and k)
+  weights         svdvals of W_Q, W_K, W_V per head, W_O, W_1, W_2: condition numbers; svdvals of
+                  W_Q, W_K, W_V whole and a power law fitted to every matrix's eigenvalues of W^T W
+                  (maximum likelihood, xmin by the least KS distance, as WeightWatcher fits)
   embed_spectrum  eigvalsh of the token embedding's covariance
   jacobian        one sequence of --jac-seq tokens: sigma_max of every block and end to end by power
                   iteration, top-k by subspace iteration (k copies of the sequence carry the k
@@ -122,10 +131,13 @@ def loss_of(model, ids, targets, skip=()):
 
 
 def collect(model, inputs, batch):
-    """Layer outputs [L+1, N, d], FFN latents [L, N, d_ff], span's sums [2, L, N, d] (else None)."""
-    hidden, latents, sums = [], [], []
+    """Layer outputs [L+1, N, d], FFN latents [L, N, d_ff], span's sums [2, L, N, d] (else None), and
+    the attention inputs: the outputs of W_Q and W_K per batch and block."""
+    hidden, latents, sums, qs, ks = [], [], [], [], []
     flat = lambda t: t.reshape(-1, t.shape[-1])  # noqa: E731
     hooks = [b.register_forward_hook(lambda mod, inp, out: hidden.append(flat(out))) for b in model.blocks]
+    hooks += [b.wq.register_forward_hook(lambda mod, inp, out: qs.append(out)) for b in model.blocks]
+    hooks += [b.wk.register_forward_hook(lambda mod, inp, out: ks.append(out)) for b in model.blocks]
     hooks += [b.w2.register_forward_pre_hook(lambda mod, inp: latents.append(flat(inp[0]))) for b in model.blocks]
     if model.blocks[0].variant == "span":  # the inputs of N1 and N2 are the sums A + x and F + x
         hooks += [n.register_forward_pre_hook(lambda mod, inp: sums.append(flat(inp[0])))
@@ -147,7 +159,7 @@ def collect(model, inputs, batch):
     if sums:  # per batch: n1 of block 0, n2 of block 0, n1 of block 1, ...
         ps = torch.stack([torch.stack([torch.cat([sums[b * 2 * L + 2 * l + w] for b in range(n_b)])
                                        for l in range(L)]) for w in range(2)])
-    return hs, lat, ps
+    return hs, lat, ps, (qs, ks)
 
 
 def similarity(hs):
@@ -196,9 +208,28 @@ def grad_norms(model, inputs, targets, args):
     return norms
 
 
+def powerlaw_alpha(evals):
+    """alpha, xmin, KS distance of x^-alpha fitted to the tail of evals (> 1e-5): every value but the
+    largest a candidate xmin, alpha by maximum likelihood, the candidate of least KS distance."""
+    x = evals[evals > 1e-5].sort().values
+    n = x.shape[0]
+    logs = x.log()
+    tail_sum = logs.flip(0).cumsum(0).flip(0)  # sum_{j >= i} ln x_j
+    counts = torch.arange(n, 0, -1, dtype=x.dtype)
+    best = (float("inf"), None, None)
+    for i in range(n - 1):
+        alpha = 1 + counts[i] / (tail_sum[i] - counts[i] * logs[i])
+        tail = x[i:]
+        cdf = 1 - (tail / x[i]).pow(1 - alpha)
+        d = (cdf - torch.arange(tail.shape[0], dtype=x.dtype) / tail.shape[0]).abs().max().item() if alpha > 1 else 1
+        if d < best[0]:
+            best = (d, alpha.item(), x[i].item())
+    return best[1], best[2], best[0]
+
+
 def weights(model, args):
     hd = args.d_model // args.n_heads
-    kappas = []
+    kappas, alphas = [], []
     with torch.no_grad():
         for block in model.blocks:
             mats = [w.weight[h * hd:(h + 1) * hd] for w in (block.wq, block.wk, block.wv) for h in range(args.n_heads)]
@@ -206,7 +237,63 @@ def weights(model, args):
             for w in mats:
                 s = torch.linalg.svdvals(w.to(args.ldt))
                 kappas.append((s[0] / s[-1]).item())
-    return kappas
+            for w in (block.wq, block.wk, block.wv, block.wo, block.w1, block.w2):
+                alphas.append(powerlaw_alpha(torch.linalg.svdvals(w.weight.to(args.ldt)).pow(2)))
+    return kappas, alphas
+
+
+def token_uniformity(hs, seq):
+    """Per layer, the means over sequences of the mean pairwise cosine and the relative residual."""
+    h = hs.reshape(hs.shape[0], -1, seq, hs.shape[-1])  # [L+1, sequences, T, d]
+    u = F.normalize(h, dim=-1)
+    gram = u @ u.transpose(-2, -1)
+    cos = (gram.sum(dim=(-2, -1)) - gram.diagonal(dim1=-2, dim2=-1).sum(-1)) / (seq * (seq - 1))
+    resid = (h - h.mean(dim=2, keepdim=True)).norm(dim=(-2, -1)) / h.norm(dim=(-2, -1))
+    return cos.mean(dim=1), resid.mean(dim=1)
+
+
+def logit_lens(model, hs, targets):
+    """Per layer output: loss, top-1 accuracy, KL(p_L || p_l), argmax agreement with the last layer."""
+    tgt = targets.reshape(-1)
+    out = []
+    with torch.no_grad():
+        final = F.log_softmax(model.final(hs[-1]) @ model.tok.weight.t(), dim=-1)
+        p_final, top_final = final.exp(), final.argmax(-1)
+        for h in hs:
+            logp = F.log_softmax(model.final(h) @ model.tok.weight.t(), dim=-1)
+            top = logp.argmax(-1)
+            out.append((F.nll_loss(logp, tgt).item(), (top == tgt).float().mean().item(),
+                        (p_final * (final - logp)).sum(-1).mean().item(), (top == top_final).float().mean().item()))
+    return out
+
+
+def attention(model, qs, ks):
+    """Per layer and head: entropy, normalized entropy, sink mass, distance, max score; head cosines.
+    qs, ks: the outputs of W_Q and W_K of every block and batch, as collect's hooks kept them."""
+    L, H = len(model.blocks), model.blocks[0].n_heads
+    sums = torch.zeros(L, 5, H, dtype=torch.float64)
+    sums[:, 4] = float("-inf")
+    cos = torch.zeros(L, H, H, dtype=torch.float64)
+    for i, (q, k) in enumerate(zip(qs, ks)):
+        l = i % L
+        b, t, d = q.shape
+        hd = d // H
+        q, k = (z.view(b, t, H, hd).transpose(1, 2) for z in (q, k))
+        scores = (q @ k.transpose(-2, -1)) / hd ** 0.5
+        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+        p = F.softmax(scores.double(), dim=-1)
+        ent = -(p * p.clamp_min(1e-300).log()).sum(-1)  # [b, H, t]
+        pos = torch.arange(t, dtype=torch.float64)
+        visible = pos + 1
+        sums[l, 0] += ent.sum(dim=(0, 2))
+        sums[l, 1] += (ent[..., 1:] / visible[1:].log()).sum(dim=(0, 2))
+        sums[l, 2] += p[..., 0].sum(dim=(0, 2))
+        sums[l, 3] += (p * (pos[:, None] - pos[None, :]).clamp_min(0)).sum(-1).sum(dim=(0, 2))
+        sums[l, 4] = torch.maximum(sums[l, 4], scores.amax(dim=(0, 2, 3)).double())
+        u = F.normalize(p[..., 1:, :], dim=-1)  # rows that see two keys or more
+        cos[l] += torch.einsum("bhtj,bgtj->hg", u, u)
+    return sums, cos
 
 
 def top_singvals(apply, apply_t, shape, k, iters, ldt, device):
@@ -300,7 +387,7 @@ def analysis(model, inputs, targets, args, collect=collect):
         return result
 
     t_start = time.perf_counter()
-    hs, lat, ps = timed("forward passes", collect, model, inputs, args.batch)
+    hs, lat, ps, qk = timed("forward passes", collect, model, inputs, args.batch)
     timed("similarity", similarity, hs)
     timed("cka", cka, hs)
     timed("growth", growth, hs)
@@ -309,7 +396,11 @@ def analysis(model, inputs, targets, args, collect=collect):
     del ps
     timed("hidden_spectra", cov_eigvalsh, hs, args.ldt)
     timed("ffn_spectra", cov_eigvalsh, lat, args.ldt)
+    timed("token_uniformity", token_uniformity, hs, inputs.shape[1])
+    timed("logit_lens", logit_lens, model, hs, targets)
     del hs, lat
+    timed("attention", attention, model, *qk)
+    del qk
     timed("grad_norms", grad_norms, model, inputs, targets, args)
     timed("weights", weights, model, args)
     timed("embed_spectrum", lambda: cov_eigvalsh(model.tok.weight.detach()[None], args.ldt))
