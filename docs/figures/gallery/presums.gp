@@ -1,0 +1,204 @@
+# presums: the scale of the sums before each norm by block
+# drawn by spanprobe 0.1.0 from presums.dat; redraw in this directory with
+#   gnuplot presums.gp                    (PNG; or -e 'fmt="pdf"', -e 'fmt="svg"')
+
+# ---- this figure's data and labels ----
+width = 800
+height = 500
+out_base = "presums"
+datafile = "presums.dat"
+figure_title = "the scale each norm divides the residual sum by (pre-normalization sums)"
+blocks_per_run = 1
+has_bars = 0
+n_panels = 2
+array panel_title[2] = ["before the attention norm", "before the FFN norm"]
+array panel_xlabel[2] = ["block", "block"]
+array panel_ylabel[2] = ["sigma (activation units)", "sigma (activation units)"]
+array panel_block[2] = [0, 0]
+array panel_col[2] = [2, 3]
+array panel_dash_block[2] = [0, 0]
+array panel_dash_col[2] = [0, 0]
+array panel_band_col[2] = [0, 0]
+array panel_log[2] = [0, 0]
+n_runs = 2
+array run_title[2] = ["post, L=8, scaled init, lr 0.001", "span, L=8, scaled init, lr 0.001"]
+array run_short[2] = ["post", "span"]
+array run_color[2] = [2, 3]
+
+# ---- plots/common.gp: the terminal and the styles every spanprobe figure shares ----
+# Set before this: width, height (pixels), out_base (the image name without extension); fmt (png,
+# pdf or svg) and out_file may be given on the command line: gnuplot -e 'fmt="pdf"' <figure>.gp
+if (!exists("fmt")) fmt = "png"
+if (!exists("out_file")) out_file = out_base . "." . fmt
+# (nested: this gnuplot has no "else if")
+if (fmt eq "png") {
+    set terminal pngcairo size width, height noenhanced font "Sans,9"
+} else {
+    if (fmt eq "pdf") {
+        # the PNG's proportions at 72 points per inch, so text and lines keep their relative size
+        set terminal pdfcairo size (width / 72.0), (height / 72.0) noenhanced font "Sans,9"
+    } else {
+        if (fmt eq "svg") {
+            set terminal svg size width, height noenhanced font "Sans,9" background rgb "white"
+        } else {
+            print sprintf("unknown fmt '%s' (expected png, pdf or svg)", fmt)
+            exit status 2
+        }
+    }
+}
+set output out_file
+set datafile missing "?"
+set grid lc rgb "#e4e4e4"
+set border lc rgb "#505050"
+set key noautotitle spacing 1.0 samplen 2.5 font ",8" opaque
+set tics nomirror out scale 0.6
+set border 3
+# one colour per run (its position among the inputs), the same in every figure of one plot call
+set linetype 1 lc rgb "#1f77b4" lw 1.6 pt 7 ps 0.5
+set linetype 2 lc rgb "#d62728" lw 1.6 pt 5 ps 0.5
+set linetype 3 lc rgb "#2ca02c" lw 1.6 pt 9 ps 0.6
+set linetype 4 lc rgb "#ff7f0e" lw 1.6 pt 11 ps 0.6
+set linetype 5 lc rgb "#9467bd" lw 1.6 pt 13 ps 0.6
+set linetype 6 lc rgb "#8c564b" lw 1.6 pt 7 ps 0.5
+set linetype 7 lc rgb "#e377c2" lw 1.6 pt 5 ps 0.5
+set linetype 8 lc rgb "#17becf" lw 1.6 pt 9 ps 0.6
+set linetype 9 lc rgb "#7f7f7f" lw 1.6 pt 11 ps 0.6
+set linetype 10 lc rgb "#bcbd22" lw 1.6 pt 13 ps 0.6
+set linetype 11 lc rgb "#393b79" lw 1.6 pt 7 ps 0.5
+set linetype 12 lc rgb "#ad494a" lw 1.6 pt 5 ps 0.5
+set linetype cycle 12
+# the colour scale of depth (per-layer curves) and of heatmaps: viridis
+viridis = 'set palette defined (0 "#440154", 0.25 "#3b528b", 0.5 "#21918c", 0.75 "#5ec962", 1 "#fde725")'
+@viridis
+# log axes are labelled in powers of ten
+logfmt = "1e%L"
+# a round tic step (1, 2 or 5 times a power of ten) cutting range (> 0) into about n intervals
+nice_step(range, n) = (ns_s = range * 1.0 / n, ns_p = 10 ** floor(log10(ns_s)), ns_m = ns_s / ns_p, \
+                       (ns_m < 1.5 ? 1 : ns_m < 3.5 ? 2 : ns_m < 7.5 ? 5 : 10) * ns_p)
+
+# ---- plots/panels.gp: one panel per quantity, one line per run ----
+# The data file holds blocks_per_run blocks per run, in run order. Panel p draws, for every run,
+# column panel_col[p] against column 1 of the run's block panel_block[p]; where panel_dash_col[p]
+# > 0 also a dashed line of that column of block panel_dash_block[p], and where panel_band_col[p]
+# > 0 a band of +- that column around the line. With has_bars, the panels are stacked with a bar
+# chart right of each, from the block after every run's blocks: one row per run, the run number,
+# then the value for panel p in column p + 1. The key naming every run sits below the panels.
+px_w = 1.0 / width
+px_h = 1.0 / height
+# entries per key row: what fits the width, an entry being as wide as the longest title (about
+# 9 pixels a character, generously) plus its sample
+key_len = 1
+do for [i = 1:n_runs] { key_len = strlen(run_title[i]) > key_len ? strlen(run_title[i]) : key_len }
+key_cols = int(0.95 * width / (9.0 * key_len + 60))
+key_cols = key_cols < 1 ? 1 : (key_cols > n_runs ? n_runs : key_cols)
+key_rows = int((n_runs + key_cols - 1) / key_cols)
+top = 1.0 - 34 * px_h
+bottom = (8 + 15 * key_rows) * px_h
+rows = has_bars ? n_panels : 1
+cols = has_bars ? 1 : n_panels
+split = has_bars ? 0.7 : 1.0
+cell_w = split / cols
+cell_h = (top - bottom) / rows
+bar_block = n_runs * blocks_per_run
+set multiplot title figure_title font ",11"
+set style fill transparent solid 0.18 noborder
+unset key
+do for [p = 1:n_panels] {
+    b = panel_block[p]
+    c = panel_col[p]
+    db = panel_dash_block[p]
+    dc = panel_dash_col[p]
+    bc = panel_band_col[p]
+    x0 = (has_bars ? 0 : p - 1) * cell_w
+    y1 = top - (has_bars ? p - 1 : 0) * cell_h
+    set lmargin at screen x0 + 68 * px_w
+    set rmargin at screen x0 + cell_w - 14 * px_w
+    set tmargin at screen y1 - 20 * px_h
+    set bmargin at screen y1 - cell_h + (panel_xlabel[p] eq "" ? 22 : 40) * px_h
+    # x tics: whole steps on integer axes (block, layer, distance), about six intervals otherwise
+    stats datafile index 0:(bar_block - 1) using 1:(column(1) - floor(column(1))) nooutput
+    x_span = STATS_max_x - STATS_min_x
+    x_step = x_span <= 0 ? 1 : STATS_max_y == 0 && x_span <= 12 ? 1 : nice_step(x_span, 6)
+    set xtics x_step
+    # long curves (losses over steps) get a marker every few points only
+    rows_per_run = STATS_records / (n_runs * blocks_per_run)
+    every_pt = rows_per_run > 30 ? int(rows_per_run / 12) : 1
+    set title panel_title[p] font ",10" offset 0, -0.4
+    set xlabel panel_xlabel[p] offset 0, 0.3
+    set ylabel panel_ylabel[p]
+    if (panel_log[p]) {
+        set logscale y
+        set format y logfmt
+        set ytics autofreq
+    } else {
+        unset logscale y
+        set format y "%g"
+        # about four tic intervals over the runs' values: the panels can be short
+        stats datafile index 0:(bar_block - 1) using (column(c)) nooutput
+        if (STATS_max > STATS_min) { set ytics nice_step(STATS_max - STATS_min, 4) } else { set ytics autofreq }
+    }
+    # a missing band or dashed line is drawn from NaN (nothing), keeping every loop non-empty
+    plot for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
+             using 1:(bc > 0 ? column(c) - column(bc) : NaN):(bc > 0 ? column(c) + column(bc) : NaN) \
+             with filledcurves lt run_color[i], \
+         for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
+             using 1:(column(c)) with linespoints pi every_pt lt run_color[i] title run_title[i], \
+         for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + (dc > 0 ? db : b)) \
+             using 1:(dc > 0 ? column(dc) : NaN) with linespoints pi every_pt dt 2 pt 6 lt run_color[i]
+}
+# the key: a plot of nothing in the strip below the panels, holding one entry per run
+set lmargin at screen 0.02
+set rmargin at screen 0.98
+set tmargin at screen bottom
+set bmargin at screen 0.0
+set key center center horizontal Left reverse maxcols key_cols
+unset border
+unset xtics
+unset ytics
+unset title
+unset xlabel
+unset ylabel
+unset logscale y
+set xrange [0 : 1]
+set yrange [0 : 1]
+plot for [i = 1:n_runs] NaN with linespoints lt run_color[i] title run_title[i]
+unset key
+set border 3
+set xtics nomirror out scale 0.6
+set ytics nomirror out scale 0.6
+set autoscale y
+if (has_bars) {
+    set xtics ()
+    do for [i = 1:n_runs] { set xtics add (run_short[i] i) }
+    set xtics rotate by 25 right
+    set xrange [0.4 : n_runs + 0.6]
+    set xlabel ""
+    set style fill solid 0.75 border lc rgb "#404040"
+    do for [p = 1:n_panels] {
+        y1 = top - (p - 1) * cell_h
+        set lmargin at screen split + 60 * px_w
+        set rmargin at screen 1.0 - 14 * px_w
+        set tmargin at screen y1 - 20 * px_h
+        set bmargin at screen y1 - cell_h + 40 * px_h
+        set title "mean over blocks" font ",10" offset 0, -0.4
+        set ylabel ""
+        if (panel_log[p]) {
+            set logscale y
+            set format y logfmt
+            # bars stand on the bottom of a log axis: leave room below the smallest
+            stats datafile index bar_block using (column(p + 1)) nooutput
+            set yrange [STATS_min / 3.0 : STATS_max * 3.0]
+        } else {
+            unset logscale y
+            set format y "%g"
+            set yrange [0 : *]
+            stats datafile index bar_block using (column(p + 1)) nooutput
+            if (STATS_max > 0) { set ytics nice_step(STATS_max, 3) } else { set ytics autofreq }
+        }
+        plot datafile index bar_block using 1:(column(p + 1)):(0.7):(run_color[int(column(1))]) \
+             with boxes lc variable, \
+             datafile index bar_block using 1:(column(p + 1)):(sprintf("%.3g", column(p + 1))) \
+             with labels offset 0, 0.55 font ",8"
+    }
+}
+unset multiplot
