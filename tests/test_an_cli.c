@@ -484,7 +484,7 @@ static void test_curvature(void **state)
     assert_true(report_view_scalar(&v, "curvature", "n_seqs") == 3);
     assert_true(report_view_scalar(&v, "curvature", "hutchinson_samples") == 5);
     int rank;
-    int64_t shape[2];
+    int64_t shape[4];
     double *samples = report_view_array(&v, "curvature", "trace_samples", &rank, shape);
     assert_int_equal(rank, 2);
     assert_true(shape[0] == L && shape[1] == 5);

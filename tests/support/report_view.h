@@ -15,6 +15,7 @@ typedef struct {
 void report_view_open(report_view *v, const char *report_path);
 void report_view_close(report_view *v);
 /* /metrics/<analyzer>/<name>: the data (malloc'd, free()); rank and shape (either may be NULL). */
+/* shape (NULL: not wanted) holds as many values as sp_report_array.shape */
 double *report_view_array(const report_view *v, const char *analyzer, const char *name, int *rank, int64_t *shape);
 /* metrics.<analyzer>.<key>: its number, NaN for null; aborts when absent. */
 double report_view_scalar(const report_view *v, const char *analyzer, const char *key);
