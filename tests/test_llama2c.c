@@ -20,67 +20,13 @@
 #include "io/llama2c.h"
 #include "support/byte_buf.h"
 #include "support/cli_expect.h"
+#include "support/llama2c_build.h"
 #include "support/scratch.h"
 #include "support/stories260k.h"
 
-/* ---- building llama2.c files ---- */
-
-typedef struct {
-    int32_t dim, hidden, n_layers, n_heads, n_kv_heads, vocab, seq_len;
-} l2c_header;
+/* ---- building llama2.c files (tests/support/llama2c_build.h) ---- */
 
 static const l2c_header small_header = {8, 12, 2, 2, 1, 16, 8};
-
-enum { T_EMBED, T_RMS_ATT, T_WQ, T_WK, T_WV, T_WO, T_RMS_FFN, T_W1, T_W2, T_W3, T_RMS_FINAL, T_FREQ_RE, T_FREQ_IM,
-       T_WCLS, N_T };
-
-static const char *const file_tensor_names[N_T] = {"token_embedding_table", "rms_att_weight", "wq", "wk", "wv",
-                                                   "wo", "rms_ffn_weight", "w1", "w2", "w3", "rms_final_weight",
-                                                   "freq_cis_real", "freq_cis_imag", "wcls"};
-
-/* Per-layer element counts of each tensor in file order (whole tensor when not per layer), as
- * llama2.c's run.c lays them out; wcls only for a negative vocab_size. */
-static void tensor_layout(const l2c_header *h, size_t numel[N_T], int per_layer[N_T])
-{
-    size_t d = (size_t)h->dim, hd = (size_t)(h->dim / h->n_heads), kv = hd * (size_t)h->n_kv_heads;
-    size_t v = (size_t)(h->vocab < 0 ? -h->vocab : h->vocab), f = (size_t)h->hidden;
-    const size_t n[N_T] = {v * d, d, d * d, kv * d, kv * d, d * d, d, f * d, d * f, f * d, d,
-                           (size_t)h->seq_len * hd / 2, (size_t)h->seq_len * hd / 2, h->vocab < 0 ? v * d : 0};
-    const int pl[N_T] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
-    memcpy(numel, n, sizeof n);
-    memcpy(per_layer, pl, sizeof pl);
-}
-
-/* Byte offset of layer `layer` of tensor t. */
-static size_t tensor_offset(const l2c_header *h, int t, int layer)
-{
-    size_t numel[N_T];
-    int per_layer[N_T];
-    tensor_layout(h, numel, per_layer);
-    size_t offset = 28;
-    for (int i = 0; i < t; i++)
-        offset += 4 * numel[i] * (per_layer[i] ? (size_t)h->n_layers : 1);
-    return offset + 4 * numel[t] * (size_t)layer;
-}
-
-/* A distinct, reproducible value for every float of the file. */
-static float file_value(size_t index) { return 0.01f * (float)((index * 37) % 101) - 0.5f; }
-
-static byte_buf build_checkpoint(const l2c_header *h)
-{
-    byte_buf b = {0};
-    const int32_t fields[7] = {h->dim, h->hidden, h->n_layers, h->n_heads, h->n_kv_heads, h->vocab, h->seq_len};
-    for (int i = 0; i < 7; i++)
-        byte_buf_put_i32(&b, fields[i]);
-    size_t numel[N_T];
-    int per_layer[N_T];
-    tensor_layout(h, numel, per_layer);
-    size_t index = 0;
-    for (int t = 0; t < N_T; t++)
-        for (size_t i = 0; i < numel[t] * (per_layer[t] ? (size_t)h->n_layers : 1); i++)
-            byte_buf_put_f32(&b, file_value(index++));
-    return b;
-}
 
 static void write_buf(const char *name, const byte_buf *b, char *path, size_t len)
 {
@@ -88,20 +34,10 @@ static void write_buf(const char *name, const byte_buf *b, char *path, size_t le
     assert_int_equal(scratch_write_file(path, b->data, b->len), 0);
 }
 
-/* A llama2.c tokenizer.bin with `vocab` pieces: <unk>, BOS, EOS, then single letters. */
+/* Writes a llama2.c tokenizer.bin with `vocab` pieces into the scratch directory. */
 static void write_tokenizer(const char *name, int vocab, char *path, size_t len)
 {
-    byte_buf b = {0};
-    byte_buf_put_i32(&b, 6);
-    for (int i = 0; i < vocab; i++) {
-        char piece[8];
-        snprintf(piece, sizeof piece, "%s", i == 0 ? "<unk>" : i == 1 ? "\n<s>\n" : i == 2 ? "\n</s>\n" : "x");
-        if (i >= 3)
-            piece[0] = (char)('a' + (i - 3) % 26);
-        byte_buf_put_f32(&b, (float)-i);
-        byte_buf_put_i32(&b, (int32_t)strlen(piece));
-        byte_buf_put(&b, piece, strlen(piece));
-    }
+    byte_buf b = l2c_build_tokenizer(vocab);
     write_buf(name, &b, path, len);
     byte_buf_free(&b);
 }
@@ -114,7 +50,7 @@ static void expected_param(int t, int layer, char *buf, size_t len)
                                           "head/w"};
     size_t numel[N_T];
     int per_layer[N_T];
-    tensor_layout(&small_header, numel, per_layer);
+    l2c_tensor_layout(&small_header, numel, per_layer);
     if (!leaf[t])
         buf[0] = '\0';
     else if (per_layer[t])
@@ -128,7 +64,7 @@ static void assert_model_holds_file(const sp_model *m, const l2c_header *h, cons
 {
     size_t numel[N_T];
     int per_layer[N_T];
-    tensor_layout(h, numel, per_layer);
+    l2c_tensor_layout(h, numel, per_layer);
     int n_checked = 0;
     for (int t = 0; t < N_T; t++) {
         for (int l = 0; l < (per_layer[t] ? h->n_layers : 1); l++) {
@@ -138,12 +74,12 @@ static void assert_model_holds_file(const sp_model *m, const l2c_header *h, cons
                 continue;
             int i = sp_model_find_param(m, name);
             if (i < 0)
-                fail_msg("the model has no parameter %s for %s", name, file_tensor_names[t]);
+                fail_msg("the model has no parameter %s for %s", name, l2c_tensor_names[t]);
             assert_int_equal(sp_param_numel(sp_model_param_spec(m, i)), numel[t]);
             sp_real *got = malloc(numel[t] * sizeof *got);
             assert_non_null(got);
             sp_model_get_param(m, i, got);
-            size_t first = (tensor_offset(h, t, l) - 28) / 4;
+            size_t first = (l2c_tensor_offset(h, t, l) - 28) / 4;
             for (size_t k = 0; k < numel[t]; k++) {
                 float want;
                 memcpy(&want, file->data + 28 + 4 * (first + k), 4);
@@ -161,7 +97,7 @@ static void assert_model_holds_file(const sp_model *m, const l2c_header *h, cons
 
 static void read_and_check(const l2c_header *h, const char *name)
 {
-    byte_buf b = build_checkpoint(h);
+    byte_buf b = l2c_build_checkpoint(h);
     char path[4200];
     write_buf(name, &b, path, sizeof path);
     sp_llama2c_weights w;
@@ -238,7 +174,7 @@ static void expect_rejected(const char *name, const byte_buf *b, sp_status code,
 /* The small checkpoint's tensors under another header (for headers that describe no layout). */
 static byte_buf with_header(l2c_header h)
 {
-    byte_buf b = build_checkpoint(&small_header);
+    byte_buf b = l2c_build_checkpoint(&small_header);
     const int32_t fields[7] = {h.dim, h.hidden, h.n_layers, h.n_heads, h.n_kv_heads, h.vocab, h.seq_len};
     memcpy(b.data, fields, sizeof fields); /* the tests run little-endian */
     return b;
@@ -300,17 +236,17 @@ static void test_bad_headers(void **state)
 static void test_bad_sizes(void **state)
 {
     (void)state;
-    byte_buf b = build_checkpoint(&small_header);
+    byte_buf b = l2c_build_checkpoint(&small_header);
     size_t full = b.len;
     char offset[64];
 
     /* cut inside layer 1 of wk: the message names that slice and where it starts */
-    size_t wk1 = tensor_offset(&small_header, T_WK, 1);
+    size_t wk1 = l2c_tensor_offset(&small_header, T_WK, 1);
     b.len = wk1 + 6;
     snprintf(offset, sizeof offset, "byte offset %zu", wk1);
     expect_rejected("cut_wk.bin", &b, SP_ERR_INPUT, (const char *[]){"wk layer 1", offset, "truncated", NULL});
     /* cut exactly at the start of rms_final_weight */
-    b.len = tensor_offset(&small_header, T_RMS_FINAL, 0);
+    b.len = l2c_tensor_offset(&small_header, T_RMS_FINAL, 0);
     expect_rejected("cut_final.bin", &b, SP_ERR_INPUT, (const char *[]){"rms_final_weight", "truncated", NULL});
     /* one float too many */
     b.len = full;
@@ -321,7 +257,7 @@ static void test_bad_sizes(void **state)
     byte_buf_free(&b);
     l2c_header untied = small_header;
     untied.vocab = -untied.vocab;
-    b = build_checkpoint(&untied);
+    b = l2c_build_checkpoint(&untied);
     memcpy(b.data + 20, &small_header.vocab, 4);
     expect_rejected("tied_untied.bin", &b, SP_ERR_INPUT, (const char *[]){"trailing", NULL});
     byte_buf_free(&b);
@@ -346,8 +282,8 @@ static void test_bad_sizes(void **state)
 static void test_nan_weights(void **state)
 {
     (void)state;
-    byte_buf b = build_checkpoint(&small_header);
-    size_t at = tensor_offset(&small_header, T_W2, 1) + 4 * 5;
+    byte_buf b = l2c_build_checkpoint(&small_header);
+    size_t at = l2c_tensor_offset(&small_header, T_W2, 1) + 4 * 5;
     float nan = NAN, inf = INFINITY;
     memcpy(b.data + at, &nan, 4);
     memcpy(b.data + at + 8, &inf, 4);
@@ -356,8 +292,8 @@ static void test_nan_weights(void **state)
     expect_rejected("nan.bin", &b, SP_ERR_NUMERIC, (const char *[]){"w2 layer 1", offset, "2 non-finite", NULL});
     /* the freq_cis tables are not imported, so NaN there is harmless */
     byte_buf_free(&b);
-    b = build_checkpoint(&small_header);
-    memcpy(b.data + tensor_offset(&small_header, T_FREQ_RE, 0), &nan, 4);
+    b = l2c_build_checkpoint(&small_header);
+    memcpy(b.data + l2c_tensor_offset(&small_header, T_FREQ_RE, 0), &nan, 4);
     char path[4200];
     write_buf("nan_freq.bin", &b, path, sizeof path);
     sp_llama2c_weights w;
@@ -382,7 +318,7 @@ static void test_nan_weights(void **state)
 static void test_import_cli(void **state)
 {
     (void)state;
-    byte_buf b = build_checkpoint(&small_header);
+    byte_buf b = l2c_build_checkpoint(&small_header);
     char model[4200], tok[4200], out[4200];
     write_buf("cli_model.bin", &b, model, sizeof model);
     write_tokenizer("cli_tok.bin", 16, tok, sizeof tok);
