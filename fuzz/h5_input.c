@@ -10,7 +10,7 @@ const char *fuzz_h5_file(const uint8_t *data, size_t size)
 {
     static int vet_set;
     if (!vet_set) {
-        sp_h5_set_vet_seconds(5);
+        sp_h5_set_vet_seconds(1);
         vet_set = 1;
     }
     return fuzz_temp_file("in.h5", data, size);

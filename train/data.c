@@ -7,10 +7,12 @@
 
 #include "io/file_read.h"
 
-sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
-                             const char *where, sp_train_data *d)
+/* Splits and prepares d for the len bytes at text, which d then owns (free() by sp_train_data_free). */
+static sp_status adopt_text(unsigned char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
+                            const char *where, sp_train_data *d)
 {
     memset(d, 0, sizeof *d);
+    d->bytes = text;
     d->order_epoch = -1;
     d->seq_len = seq_len;
     d->seed = seed;
@@ -19,22 +21,30 @@ sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, 
     d->n_train = d->n_tokens - n_val;
     d->n_train_windows = d->n_train > seq_len ? (d->n_train - 1) / seq_len : 0;
     d->n_val_windows = n_val > seq_len ? (n_val - 1) / seq_len : 0;
+    sp_status st = SP_OK;
     if (d->n_train_windows < 1)
-        return sp_error(SP_ERR_INPUT, "%s: training split: %lld tokens, expected at least seq_len + 1 = %d", where,
-                        (long long)d->n_train, seq_len + 1);
-    if (n_val > 0 && d->n_val_windows < 1)
-        return sp_error(SP_ERR_INPUT,
-                        "%s: validation split (val_fraction %g): %lld tokens, expected at least seq_len + 1 = %d",
-                        where, val_fraction, (long long)n_val, seq_len + 1);
-    d->tokens = sp_malloc(len * sizeof *d->tokens, "training tokens");
-    d->order = sp_malloc((size_t)d->n_train_windows * sizeof *d->order, "data order");
-    if (!d->tokens || !d->order) {
+        st = sp_error(SP_ERR_INPUT, "%s: training split: %lld tokens, expected at least seq_len + 1 = %d", where,
+                      (long long)d->n_train, seq_len + 1);
+    else if (n_val > 0 && d->n_val_windows < 1)
+        st = sp_error(SP_ERR_INPUT,
+                      "%s: validation split (val_fraction %g): %lld tokens, expected at least seq_len + 1 = %d",
+                      where, val_fraction, (long long)n_val, seq_len + 1);
+    else if (!(d->order = sp_malloc((size_t)d->n_train_windows * sizeof *d->order, "data order")))
+        st = SP_ERR_NOMEM;
+    if (st != SP_OK)
         sp_train_data_free(d);
+    return st;
+}
+
+sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
+                             const char *where, sp_train_data *d)
+{
+    memset(d, 0, sizeof *d);
+    unsigned char *copy = sp_malloc(len ? len : 1, "training text");
+    if (!copy)
         return SP_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < len; i++)
-        d->tokens[i] = (unsigned char)text[i];
-    return SP_OK;
+    memcpy(copy, text, len);
+    return adopt_text(copy, len, val_fraction, seq_len, seed, where, d);
 }
 
 sp_status sp_train_data_load(const char *path, double val_fraction, int seq_len, uint64_t seed, sp_train_data *d)
@@ -42,17 +52,15 @@ sp_status sp_train_data_load(const char *path, double val_fraction, int seq_len,
     memset(d, 0, sizeof *d);
     unsigned char *text = NULL;
     size_t len = 0;
-    SP_TRY(sp_file_read_all(path, SIZE_MAX, &text, &len)); /* no limit but memory */
-    sp_status st = sp_train_data_init((const char *)text, len, val_fraction, seq_len, seed, path, d);
-    free(text);
-    return st;
+    SP_TRY(sp_file_read_all(path, SIZE_MAX, &text, &len)); /* no limit but memory: the file's size, once */
+    return adopt_text(text, len, val_fraction, seq_len, seed, path, d);
 }
 
 void sp_train_data_free(sp_train_data *d)
 {
-    free(d->tokens);
+    free(d->bytes);
     free(d->order);
-    d->tokens = NULL;
+    d->bytes = NULL;
     d->order = NULL;
 }
 
@@ -89,8 +97,11 @@ void sp_train_data_rng_state(sp_train_data *d, int64_t position, uint64_t state[
 
 static void copy_window(const sp_train_data *d, int64_t start, int32_t *inputs, int32_t *targets)
 {
-    memcpy(inputs, d->tokens + start, (size_t)d->seq_len * sizeof *inputs);
-    memcpy(targets, d->tokens + start + 1, (size_t)d->seq_len * sizeof *targets);
+    const unsigned char *w = d->bytes + start;
+    for (int t = 0; t < d->seq_len; t++) {
+        inputs[t] = w[t];
+        targets[t] = w[t + 1];
+    }
 }
 
 void sp_train_data_batch(sp_train_data *d, int64_t position, int batch, int32_t *inputs, int32_t *targets)
@@ -120,7 +131,7 @@ double sp_train_data_unigram_entropy(const sp_train_data *d)
 {
     int64_t counts[256] = {0};
     for (int64_t i = 0; i < d->n_train; i++)
-        counts[d->tokens[i]]++;
+        counts[d->bytes[i]]++;
     double h = 0;
     for (int v = 0; v < 256; v++)
         if (counts[v]) {

@@ -18,7 +18,7 @@
 #include "core/rng.h"
 
 typedef struct {
-    int32_t *tokens;          /* the whole text */
+    unsigned char *bytes;     /* the whole text: byte i is token i (one byte a token in memory) */
     int64_t n_tokens;
     int64_t n_train;          /* tokens [0, n_train) train, [n_train, n_tokens) validation */
     int seq_len;
@@ -29,7 +29,8 @@ typedef struct {
     sp_rng order_rng;         /* the cached epoch's generator after its shuffle */
 } sp_train_data;
 
-/* Tokenizes `len` bytes of text (copied); `where` names the source in errors (a path). */
+/* Tokenizes `len` bytes of text (copied); `where` names the source in errors (a path). On an error
+ * d holds nothing to free. */
 sp_status sp_train_data_init(const char *text, size_t len, double val_fraction, int seq_len, uint64_t seed,
                              const char *where, sp_train_data *d);
 /* Reads a text file and initializes from it. */
