@@ -1,4 +1,5 @@
-/* cli/cmd_study.c: `spanprobe study [--preset NAME] --out DIR [--data FILE] [--device D] [--format LIST]`
+/* cli/cmd_study.c: `spanprobe study [--preset NAME] --out DIR [--data FILE] [--device D] [--format LIST]
+ * [--lrs LIST] [--seeds LIST] [--scale N]`
  * (study/study.h; docs/figures/README.md). */
 #include <stdio.h>
 #include <string.h>
@@ -9,19 +10,27 @@
 
 static void print_help(void)
 {
-    printf("usage: spanprobe study [--preset NAME] --out DIR [--data FILE] [--device cpu|cuda|auto] [--format LIST]\n\n"
+    printf("usage: spanprobe study [--preset NAME] --out DIR [--data FILE] [--device cpu|cuda|auto] [--format LIST]\n"
+           "                       [--lrs LIST] [--seeds LIST] [--scale N]\n\n"
            "Trains the preset's runs, analyzes each final checkpoint, draws every figure over all runs and\n"
-           "writes a summary table (final losses, diverged runs, headline metrics). Interrupted, the same\n"
-           "command continues where it stopped: finished runs and reports are not redone.\n\n"
+           "writes a summary table (final losses, diverged runs, headline metrics, the spread over seeds and\n"
+           "the best learning rate of each model). It prints the planned runs and an estimated time first,\n"
+           "and the time left after each run. Interrupted, the same command continues where it stopped:\n"
+           "finished runs and reports are not redone.\n\n"
            "options:\n"
            "  --preset NAME   the set of runs [quick]\n"
            "  --out DIR       the study directory: runs/<run>/ (checkpoints, trainlog, report), figures/,\n"
            "                  summary.md, summary.csv\n"
            "  --data FILE     training and evaluation text [data/mobydick.txt, `make data`]\n"
            "  --device NAME   cpu, cuda or auto [auto]\n"
-           "  --format LIST   figure formats, comma-separated: png, pdf, svg [png]\n\npresets:\n");
+           "  --format LIST   figure formats, comma-separated: png, pdf, svg [png]\n"
+           "  --lrs LIST      learning rates, comma-separated, for every run group of the preset that has\n"
+           "                  its own (groups at lr 'best' take their variant's best rate of the earlier groups)\n"
+           "  --seeds LIST    seeds, comma-separated, for every run group (run names end in -s<seed>)\n"
+           "  --scale N       width (d_model, d_ff, heads), every depth and the steps times N, for a GPU [1]\n"
+           "\npresets:\n");
     for (int i = 0; i < sp_study_preset_count(); i++)
-        printf("  %-9s %s\n", sp_study_preset_name(i), sp_study_preset_description(i));
+        printf("  %-10s %s\n", sp_study_preset_name(i), sp_study_preset_description(i));
     printf("\nexit codes: 0 ok (diverged runs are results), 2 usage, 3 bad input, 5 I/O, 8 out of memory (docs/cli.md)\n");
 }
 
@@ -29,18 +38,26 @@ static sp_status parse_args(int argc, char **argv, sp_study_options *o)
 {
     *o = (sp_study_options){0};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *value = NULL;
+        const char *a = argv[i], *value = NULL, *scale = NULL;
         const char **target = strcmp(a, "--preset") == 0   ? &o->preset
                               : strcmp(a, "--out") == 0    ? &o->out
                               : strcmp(a, "--data") == 0   ? &o->data
                               : strcmp(a, "--device") == 0 ? &o->device
                               : strcmp(a, "--format") == 0 ? &value
+                              : strcmp(a, "--lrs") == 0    ? &o->lrs
+                              : strcmp(a, "--seeds") == 0  ? &o->seeds
+                              : strcmp(a, "--scale") == 0  ? &scale
                                                            : NULL;
         if (!target)
             return sp_error(SP_ERR_USAGE, strncmp(a, "--", 2) == 0 ? "unknown option '%s'" : "unexpected argument '%s'", a);
         SP_TRY(sp_cli_option_value(argc, argv, &i, target));
         if (value)
             SP_TRY(sp_plot_parse_formats(value, &o->formats));
+        long n;
+        if (scale) {
+            SP_TRY(sp_cli_parse_long("--scale", scale, 1, 64, &n));
+            o->scale = (int)n;
+        }
     }
     if (!o->out)
         return sp_error(SP_ERR_USAGE, "expected --out DIR");

@@ -3,12 +3,16 @@
 #include "study/study.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include <omp.h>
+
 #include "analyzers/driver.h"
+#include "analyzers/progress.h"
 #include "io/dirs.h"
 #include "plots/plot.h"
 #include "study/presets.h"
@@ -116,28 +120,260 @@ static sp_status draw(const sp_study_options *o, int n_runs, const char *const *
     return SP_OK;
 }
 
-static sp_status run_all(const sp_study_options *o, const sp_study_preset *p, const sp_study_run_spec *runs, int n,
-                         char **dirs, int *diverged)
+/* ---- the plan and its estimated time ---- */
+
+/* Analysis passes cost about this many training tokens per evaluation token (measured on the
+ * quick preset: gradients, Jacobian power iterations, pruning). */
+#define ANALYSIS_TOKEN_COST 6.0
+/* Throughput assumed until this invocation has finished a run: FLOP/s per CPU thread, and on a GPU. */
+#define ASSUMED_CPU_FLOPS_PER_THREAD 20e9
+#define ASSUMED_GPU_FLOPS 2e12
+
+/* Training FLOPs per token of a run's model: 6 x the matrix parameters a token meets (attention,
+ * FFN, the head) plus the attention scores over seq_len positions. */
+static double flops_per_token(const sp_config *c, int seq_len)
 {
-    sp_analyze_options aopt;
-    SP_TRY(sp_study_analyze_options(p, &aopt));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/runs", o->out);
-    SP_TRY(sp_make_dirs(o->out));
-    SP_TRY(sp_make_dirs(path));
-    printf("study %s: %d runs into %s (interrupted? run the same command again to continue)\n", p->name, n, o->out);
-    for (int k = 0; k < n; k++) {
-        char tag[224];
-        snprintf(tag, sizeof tag, "run %d/%d %s", k + 1, n, runs[k].name);
-        snprintf(path, sizeof path, "%s/runs/%s", o->out, runs[k].name);
-        if (!(dirs[k] = strdup(path)))
-            return sp_error(SP_ERR_NOMEM, "study: out of memory");
-        SP_TRY(train_run(&runs[k], dirs[k], tag, &diverged[k]));
-        if (!diverged[k])
-            SP_TRY(analyze_run(&runs[k], &aopt, dirs[k], tag));
+    const double d = c->d_model, L = c->n_layers, kv = (double)c->n_kv_heads / c->n_heads;
+    const double ffn_mats = c->ffn == SP_FFN_SWIGLU ? 3 : 2;
+    return 6 * (L * ((2 + 2 * kv) * d * d + ffn_mats * d * c->d_ff) + c->vocab_size * d) + 6 * L * seq_len * d;
+}
+
+static double run_cost(const sp_study_run_spec *r, const sp_analyze_options *a)
+{
+    const double train_tokens = (double)r->opt.steps * r->opt.batch_size * r->opt.seq_len * r->opt.grad_accum;
+    return flops_per_token(&r->cfg, r->opt.seq_len) * (train_tokens + ANALYSIS_TOKEN_COST * (double)a->n_tokens);
+}
+
+/* The share of a run an earlier invocation left to do: 0 analyzed or diverged (*diverged, may be
+ * NULL), else the steps left (the analysis counted as a tenth). */
+static double share_left(const char *dir, const sp_study_run_spec *r, int *diverged)
+{
+    char path[4400], ckpt[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, REPORT_NAME);
+    sp_ckpt_meta meta;
+    if (sp_train_latest_checkpoint(dir, ckpt, sizeof ckpt, &meta) != SP_OK) {
+        sp_error_clear();
+        return 1;
     }
-    SP_TRY(draw(o, n, (const char *const *)dirs));
-    return sp_study_write_summary(o->out, p->name, n, runs, (const char *const *)dirs, diverged);
+    const int div = strcmp(meta.train.status, "diverged") == 0;
+    double left = div || file_exists(path)
+                      ? 0
+                      : 0.1 + 0.9 * (1 - (double)meta.train.step / (double)(r->opt.steps > 0 ? r->opt.steps : 1));
+    sp_ckpt_meta_free(&meta);
+    if (diverged)
+        *diverged = div;
+    return left < 0 ? 0 : left;
+}
+
+static void format_duration(double s, char *buf, size_t len)
+{
+    const long long m = (long long)(s / 60 + 0.5);
+    if (m < 1)
+        snprintf(buf, len, "under a minute");
+    else if (m < 60)
+        snprintf(buf, len, "%lld min", m);
+    else
+        snprintf(buf, len, "%lld h %02lld min", m / 60, m % 60);
+}
+
+typedef struct {
+    const sp_study_options *o;
+    const sp_study_preset *p;
+    sp_study_overrides ov;
+    sp_analyze_options aopt;
+    int n_planned;              /* runs as planned (a run reused by a later group counts twice) */
+    sp_study_run_spec *runs;    /* the distinct runs so far, with their directories and outcomes */
+    char **dirs;
+    int *diverged;
+    int n, cap;
+    double cost_left;           /* FLOPs left of the plan */
+    double assumed_rate;        /* FLOP/s until measured */
+    double work_cost, work_s;   /* FLOPs done in this invocation and the seconds they took */
+} study_state;
+
+static double rate_of(const study_state *s) { return s->work_s > 0 ? s->work_cost / s->work_s : s->assumed_rate; }
+
+/* A run of a group that sweeps learning rates (not one at lr "best"). */
+static int in_sweep(const study_state *s, int i) { return strcmp(s->p->groups[s->runs[i].group].lrs, SP_STUDY_BEST_LR) != 0; }
+
+/* sp_study_best_lr_fn over the runs finished so far: the lr of the variant's lowest mean final
+ * validation loss over seeds (and depths), among the sweeping groups' runs that did not diverge. */
+static sp_status best_lr(void *ctx, const char *variant, const char *init, char *lr, size_t len)
+{
+    (void)init; /* a sweep at one init stands for the variant (the init claims compare at its best lr) */
+    const study_state *s = ctx;
+    double best = INFINITY;
+    for (int i = 0; i < s->n; i++) {
+        if (strcmp(s->runs[i].variant, variant) != 0 || s->diverged[i] || !in_sweep(s, i))
+            continue;
+        double sum = 0;
+        int count = 0;
+        for (int j = 0; j < s->n; j++) {
+            double v;
+            if (strcmp(s->runs[j].variant, variant) == 0 && strcmp(s->runs[j].lr, s->runs[i].lr) == 0 &&
+                in_sweep(s, j) && !s->diverged[j] && sp_study_final_val_loss(s->dirs[j], &v) == SP_OK) {
+                sum += v;
+                count++;
+            }
+        }
+        if (count && sum / count < best) {
+            best = sum / count;
+            snprintf(lr, len, "%s", s->runs[i].lr);
+        }
+    }
+    sp_error_clear();
+    if (!isfinite(best))
+        return sp_error(SP_ERR_INPUT, "study preset %s: no earlier run of %s finished without diverging, so it has no "
+                        "best learning rate", s->p->name, variant);
+    return SP_OK;
+}
+
+static int find_run(const study_state *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->runs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static sp_status add_run(study_state *s, const sp_study_run_spec *r)
+{
+    if (s->n == s->cap) {
+        const int cap = s->cap ? 2 * s->cap : 16;
+        sp_study_run_spec *runs = realloc(s->runs, (size_t)cap * sizeof *runs);
+        if (runs)
+            s->runs = runs;
+        char **dirs = runs ? realloc(s->dirs, (size_t)cap * sizeof *dirs) : NULL;
+        if (dirs)
+            s->dirs = dirs;
+        int *diverged = dirs ? realloc(s->diverged, (size_t)cap * sizeof *diverged) : NULL;
+        if (!diverged)
+            return sp_error(SP_ERR_NOMEM, "study: out of memory");
+        s->diverged = diverged;
+        s->cap = cap;
+    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s", s->o->out, r->name);
+    if (!(s->dirs[s->n] = strdup(path)))
+        return sp_error(SP_ERR_NOMEM, "study: out of memory");
+    s->runs[s->n] = *r;
+    s->diverged[s->n++] = 0;
+    return SP_OK;
+}
+
+/* Trains and analyzes run `index` of the plan (k: its place in it), then prints the progress. */
+static sp_status do_run(study_state *s, const sp_study_run_spec *r, int k)
+{
+    char tag[256], t[32];
+    snprintf(tag, sizeof tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
+    const int same = find_run(s, r->name);
+    if (same >= 0) {
+        printf("study: %s: the same run as an earlier group's (reused)\n", tag);
+        return SP_OK;
+    }
+    SP_TRY(add_run(s, r));
+    const int i = s->n - 1;
+    const double left = share_left(s->dirs[i], r, NULL), cost = left * run_cost(r, &s->aopt);
+    const double t0 = sp_clock_seconds();
+    SP_TRY(train_run(r, s->dirs[i], tag, &s->diverged[i]));
+    if (!s->diverged[i])
+        SP_TRY(analyze_run(r, &s->aopt, s->dirs[i], tag));
+    if (cost > 0) {
+        s->work_cost += cost;
+        s->work_s += sp_clock_seconds() - t0;
+    }
+    s->cost_left -= cost;
+    format_duration((s->cost_left > 0 ? s->cost_left : 0) / rate_of(s), t, sizeof t);
+    printf("study: %d of %d runs done; time left: %s (at %.1f GFLOP/s%s)\n", k + 1, s->n_planned, t,
+           rate_of(s) / 1e9, s->work_s > 0 ? ", measured" : ", assumed");
+    fflush(stdout);
+    return SP_OK;
+}
+
+/* Every run of the plan, in order (free() *planned): "best" learning rates resolved from the runs
+ * earlier invocations finished where they can be, "best" left in the name where not yet. */
+static sp_status expand_plan(study_state *s, sp_study_run_spec **planned, int *n_planned)
+{
+    *planned = NULL;
+    *n_planned = 0;
+    sp_status st = SP_OK;
+    for (int g = 0; g < sp_study_n_groups(s->p) && st == SP_OK; g++) {
+        sp_study_run_spec *runs = NULL;
+        int n = 0;
+        st = sp_study_expand_group(s->p, g, &s->ov, best_lr, s, &runs, &n);
+        if (st == SP_ERR_INPUT) { /* no finished sweep yet */
+            sp_error_clear();
+            st = sp_study_expand_group(s->p, g, &s->ov, NULL, NULL, &runs, &n);
+        }
+        sp_study_run_spec *all = st == SP_OK ? realloc(*planned, (size_t)(*n_planned + n) * sizeof *all) : NULL;
+        if (st == SP_OK && !all)
+            st = sp_error(SP_ERR_NOMEM, "study: out of memory");
+        for (int j = 0; j < n && st == SP_OK; j++) {
+            all[*n_planned + j] = runs[j];
+            if (find_run(s, runs[j].name) < 0 && strcmp(runs[j].lr, SP_STUDY_BEST_LR) != 0 &&
+                (st = add_run(s, &runs[j])) == SP_OK) { /* known to best_lr for the later groups */
+                int diverged = 0;
+                share_left(s->dirs[s->n - 1], &runs[j], &diverged);
+                s->diverged[s->n - 1] = diverged;
+            }
+        }
+        if (all) {
+            *planned = all;
+            *n_planned += n;
+        }
+        free(runs);
+    }
+    return st;
+}
+
+static void print_plan(study_state *s, const sp_study_run_spec *planned)
+{
+    const int cuda = planned[0].opt.device == SP_DEVICE_CUDA;
+    s->assumed_rate = cuda ? ASSUMED_GPU_FLOPS : ASSUMED_CPU_FLOPS_PER_THREAD * omp_get_max_threads();
+    printf("study %s: %d runs into %s (interrupted? run the same command again to continue)\n", s->p->name,
+           s->n_planned, s->o->out);
+    double total = 0;
+    for (int k = 0; k < s->n_planned; k++) {
+        const sp_study_run_spec *r = &planned[k];
+        char dir[4400], t[32];
+        snprintf(dir, sizeof dir, "%s/runs/%s", s->o->out, r->name);
+        const double left = strcmp(r->lr, SP_STUDY_BEST_LR) == 0 ? 1 : share_left(dir, r, NULL);
+        const double cost = run_cost(r, &s->aopt);
+        total += left * cost;
+        format_duration(cost / s->assumed_rate, t, sizeof t);
+        printf("  %2d. %-34s group %d, %3d layers, d_model %d, %lld steps: %s%s\n", k + 1, r->name, r->group + 1,
+               r->cfg.n_layers, r->cfg.d_model, (long long)r->opt.steps, left == 0 ? "done earlier" : t,
+               left > 0 && left < 1 ? " (partly done)" : "");
+    }
+    s->cost_left = total;
+    char t[32];
+    format_duration(total / s->assumed_rate, t, sizeof t);
+    printf("study %s: estimated time left: %s (at an assumed %.0f GFLOP/s%s; refined as runs finish)%s\n",
+           s->p->name, t, s->assumed_rate / 1e9, cuda ? " on the GPU" : " on the CPU threads",
+           sp_study_n_groups(s->p) > 1 ? "; runs at lr 'best' take their variant's best learning rate from the "
+                                         "earlier groups" : "");
+    fflush(stdout);
+}
+
+static sp_status run_all(study_state *s)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runs", s->o->out);
+    SP_TRY(sp_make_dirs(s->o->out));
+    SP_TRY(sp_make_dirs(path));
+    int k = 0;
+    for (int g = 0; g < sp_study_n_groups(s->p); g++) {
+        sp_study_run_spec *runs;
+        int n;
+        SP_TRY(sp_study_expand_group(s->p, g, &s->ov, best_lr, s, &runs, &n));
+        sp_status st = SP_OK;
+        for (int j = 0; j < n && st == SP_OK; j++)
+            st = do_run(s, &runs[j], k++);
+        free(runs);
+        SP_TRY(st);
+    }
+    SP_TRY(draw(s->o, s->n, (const char *const *)s->dirs));
+    return sp_study_write_summary(s->o->out, s->p->name, s->n, s->runs, (const char *const *)s->dirs, s->diverged);
 }
 
 sp_status sp_study_run(const sp_study_options *o)
@@ -152,22 +388,27 @@ sp_status sp_study_run(const sp_study_options *o)
     }
     if (!o->out || !*o->out)
         return sp_error(SP_ERR_USAGE, "expected --out DIR");
-    sp_study_run_spec *runs;
-    int n;
-    SP_TRY(sp_study_expand(p, o->data, o->device, &runs, &n));
-    if (!file_exists(runs[0].opt.data)) {
-        sp_status st = sp_error(SP_ERR_IO, "%s: no such file (the default corpus: `make data`; or give --data FILE)",
-                                runs[0].opt.data);
-        free(runs);
-        return st;
+    if (o->scale < 0 || o->scale > 64)
+        return sp_error(SP_ERR_USAGE, "--scale: %d is out of range (expected 1 to 64)", o->scale);
+    study_state s = {.o = o, .p = p, .ov = {o->data, o->device, o->lrs, o->seeds, o->scale}};
+    SP_TRY(sp_study_analyze_options(p, &s.aopt));
+    sp_study_run_spec *planned;
+    sp_status st = expand_plan(&s, &planned, &s.n_planned);
+    for (int k = 0; k < s.n; k++) /* the plan's runs; run_all adds them again as it makes them */
+        free(s.dirs[k]);
+    s.n = 0;
+    if (st == SP_OK && !file_exists(planned[0].opt.data))
+        st = sp_error(SP_ERR_IO, "%s: no such file (the default corpus: `make data`; or give --data FILE)",
+                      planned[0].opt.data);
+    if (st == SP_OK) {
+        print_plan(&s, planned);
+        st = run_all(&s);
     }
-    char **dirs = calloc((size_t)n, sizeof *dirs);
-    int *diverged = calloc((size_t)n, sizeof *diverged);
-    sp_status st = dirs && diverged ? run_all(o, p, runs, n, dirs, diverged) : sp_error(SP_ERR_NOMEM, "study: out of memory");
-    for (int k = 0; dirs && k < n; k++)
-        free(dirs[k]);
-    free(dirs);
-    free(diverged);
-    free(runs);
+    free(planned);
+    for (int k = 0; k < s.n; k++)
+        free(s.dirs[k]);
+    free(s.dirs);
+    free(s.diverged);
+    free(s.runs);
     return st;
 }

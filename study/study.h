@@ -6,6 +6,10 @@
  *   OUT/figures/      every figure (plots/plot.h) over all runs
  *   OUT/summary.md    the summary table (also printed), and OUT/summary.csv
  *
+ * Before it starts it prints every planned run and an estimate of the time left (from each run's
+ * training FLOPs at an assumed throughput), and after each run the time left at the throughput
+ * measured so far.
+ *
  * Resume: a run whose newest checkpoint says "done" or "diverged" is not trained again, one with
  * checkpoints continues from the newest (exactly, train/train.h), a run with a report is not analyzed
  * again; figures and summary are always redrawn. A run directory holding a run with other options
@@ -21,6 +25,9 @@ typedef struct {
     const char *data;     /* training and evaluation text; NULL: data/mobydick.txt */
     const char *device;   /* "auto", "cpu" or "cuda"; NULL: auto */
     unsigned formats;     /* figure formats (plots/plot.h SP_PLOT_*); 0: PNG */
+    const char *lrs;      /* comma-separated learning rates replacing the preset's; NULL: the preset's */
+    const char *seeds;    /* comma-separated seeds replacing the preset's; NULL: the preset's */
+    int scale;            /* 0 or 1: the preset's sizes; N: width, depth and steps times N */
 } sp_study_options;
 
 int sp_study_preset_count(void);

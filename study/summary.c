@@ -93,10 +93,97 @@ static void run_row(sp_text *md, sp_text *csv, const sp_study_run_spec *run, con
     sp_text_printf(csv, "\n");
 }
 
+sp_status sp_study_final_val_loss(const char *dir, double *loss)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, SP_TRAIN_LOG_NAME);
+    sp_trainlog log;
+    SP_TRY(sp_trainlog_read(path, &log));
+    *loss = log.final_val_loss;
+    sp_trainlog_free(&log);
+    return isfinite(*loss) ? SP_OK : sp_error(SP_ERR_INPUT, "%s: the run has no final validation loss", path);
+}
+
+/* Runs a and b train the same model (variant, depth, init) at the same learning rate. */
+static int same_model(const sp_study_run_spec *a, const sp_study_run_spec *b)
+{
+    return strcmp(a->variant, b->variant) == 0 && strcmp(a->init, b->init) == 0 && a->cfg.n_layers == b->cfg.n_layers;
+}
+
+typedef struct {
+    double mean, min, max;
+    int n_seeds, n_done;
+} lr_stats;
+
+/* Over the runs of run i's model and learning rate: the final validation losses of those that ran to the end. */
+static lr_stats stats_of(int n_runs, const sp_study_run_spec *runs, const char *const *dirs, const int *diverged,
+                         int i)
+{
+    lr_stats st = {0, INFINITY, -INFINITY, 0, 0};
+    for (int j = 0; j < n_runs; j++) {
+        if (!same_model(&runs[i], &runs[j]) || strcmp(runs[i].lr, runs[j].lr) != 0)
+            continue;
+        st.n_seeds++;
+        double v;
+        if (!diverged[j] && sp_study_final_val_loss(dirs[j], &v) == SP_OK) {
+            st.mean += v;
+            st.min = fmin(st.min, v);
+            st.max = fmax(st.max, v);
+            st.n_done++;
+        }
+        sp_error_clear();
+    }
+    st.mean = st.n_done ? st.mean / st.n_done : NAN;
+    return st;
+}
+
+/* The learning-rate table: one row per model and learning rate (its first run stands for its seeds). */
+static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_spec *runs, const char *const *dirs,
+                     const int *diverged)
+{
+    sp_text_printf(md, "\n## Learning rates and seeds\n\nFinal validation loss (nats/token) of each model at each "
+                       "learning rate over its seeds: mean, min and max of the runs that did not diverge. `best`: the "
+                       "model's learning rate of lowest mean, where it was trained at more than one.\n\n"
+                       "| model | lr | seeds | diverged | val loss mean | min | max | best |\n"
+                       "|---|---|---|---|---|---|---|---|\n");
+    sp_text_printf(csv, "variant,n_layers,init,lr,seeds,diverged,val_loss_mean,val_loss_min,val_loss_max,best\n");
+    for (int i = 0; i < n_runs; i++) {
+        int first = 1, n_lrs = 0, best = 1;
+        const lr_stats st = stats_of(n_runs, runs, dirs, diverged, i);
+        for (int j = 0; j < n_runs; j++) {
+            if (!same_model(&runs[i], &runs[j]))
+                continue;
+            const int same_lr = strcmp(runs[i].lr, runs[j].lr) == 0;
+            first &= !(same_lr && j < i);
+            int earlier_lr = 0; /* j is the first run of its lr */
+            for (int k = 0; k < j; k++)
+                earlier_lr |= same_model(&runs[k], &runs[j]) && strcmp(runs[k].lr, runs[j].lr) == 0;
+            if (earlier_lr)
+                continue;
+            n_lrs++;
+            const lr_stats other = stats_of(n_runs, runs, dirs, diverged, j);
+            if (!same_lr && isfinite(other.mean) && !(st.mean < other.mean))
+                best = 0;
+        }
+        if (!first)
+            continue;
+        best &= n_lrs > 1 && isfinite(st.mean);
+        sp_text_printf(md, "| %s-L%d-%s | %s | %d | %d |", runs[i].variant, runs[i].cfg.n_layers, runs[i].init,
+                       runs[i].lr, st.n_seeds, st.n_seeds - st.n_done);
+        sp_text_printf(csv, "%s,%d,%s,%s,%d,%d", runs[i].variant, runs[i].cfg.n_layers, runs[i].init, runs[i].lr,
+                       st.n_seeds, st.n_seeds - st.n_done);
+        cell(md, csv, st.mean);
+        cell(md, csv, st.n_done ? st.min : NAN);
+        cell(md, csv, st.n_done ? st.max : NAN);
+        sp_text_printf(md, " %s |\n", best ? "best" : "");
+        sp_text_printf(csv, ",%d\n", best);
+    }
+}
+
 sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs, const sp_study_run_spec *runs,
                                  const char *const *dirs, const int *diverged)
 {
-    sp_text md = {0}, csv = {0};
+    sp_text md = {0}, csv = {0}, lr_csv = {0};
     sp_text_printf(&md, "# study %s\n\nRuns in `%s/runs/`, figures in `%s/figures/`. Losses in nats/token (final "
                         "validation loss; training loss of the last logged step). Metrics from each run's "
                         "`report.json` (docs/formats.md): %s.ffn_ratio", preset, out, out, headline[0].analyzer);
@@ -115,15 +202,21 @@ sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs
     sp_text_printf(&csv, "\n");
     for (int i = 0; i < n_runs; i++)
         run_row(&md, &csv, &runs[i], dirs[i], diverged[i]);
+    lr_table(&md, &lr_csv, n_runs, runs, dirs, diverged);
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.md", out);
     sp_status st = sp_text_write_file(&md, path);
     snprintf(path, sizeof path, "%s/summary.csv", out);
     if (st == SP_OK)
         st = sp_text_write_file(&csv, path);
+    snprintf(path, sizeof path, "%s/summary_lr.csv", out);
     if (st == SP_OK)
-        printf("\n%s\nstudy: summary in %s/summary.md and %s/summary.csv\n", sp_text_str(&md), out, out);
+        st = sp_text_write_file(&lr_csv, path);
+    if (st == SP_OK)
+        printf("\n%s\nstudy: summary in %s/summary.md, %s/summary.csv and %s/summary_lr.csv\n", sp_text_str(&md), out,
+               out, out);
     sp_text_free(&md);
     sp_text_free(&csv);
+    sp_text_free(&lr_csv);
     return st;
 }

@@ -205,8 +205,9 @@ static void test_refuses_other_runs(void **state)
     tree_remove(out);
 }
 
-/* Every preset expands into distinct runs whose model and training options resolve and validate,
- * with valid analysis options; quick is the README's pre/post/span comparison. */
+/* Every preset's groups expand into distinct runs whose model and training options resolve and
+ * validate (runs at lr "best" as planned), with valid analysis options; quick is the README's
+ * pre/post/span comparison; paper sweeps before its verdict groups; --lrs, --seeds and --scale. */
 static void test_presets_expand(void **state)
 {
     (void)state;
@@ -214,31 +215,159 @@ static void test_presets_expand(void **state)
     for (int i = 0; i < sp_study_n_presets; i++) {
         const sp_study_preset *p = sp_study_find_preset(sp_study_preset_name(i));
         assert_non_null(p);
-        sp_study_run_spec *runs = NULL;
+        const sp_study_overrides ov = {.device = "cpu"};
+        char names[64][208];
         int n = 0;
-        sp_error_clear();
-        if (sp_study_expand(p, NULL, "cpu", &runs, &n) != SP_OK)
-            fail_msg("preset %s: %s", p->name, sp_error_message());
+        for (int g = 0; g < sp_study_n_groups(p); g++) {
+            sp_study_run_spec *runs = NULL;
+            int ng = 0;
+            sp_error_clear();
+            if (sp_study_expand_group(p, g, &ov, NULL, NULL, &runs, &ng) != SP_OK)
+                fail_msg("preset %s group %d: %s", p->name, g + 1, sp_error_message());
+            /* a verdict group takes its lr from an earlier sweep */
+            assert_true(strcmp(p->groups[g].lrs, SP_STUDY_BEST_LR) != 0 || g > 0);
+            for (int k = 0; k < ng; k++) {
+                assert_true(n < 64);
+                assert_int_equal(runs[k].group, g);
+                snprintf(names[n++], sizeof names[0], "%s", runs[k].name);
+            }
+            if (strcmp(p->name, "quick") == 0) {
+                assert_int_equal(ng, 3);
+                for (int k = 0; k < ng; k++) {
+                    assert_int_equal(runs[k].cfg.n_layers, 8);
+                    assert_int_equal(runs[k].cfg.init, SP_INIT_SCALED);
+                }
+                assert_int_equal(runs[0].cfg.variant, SP_VARIANT_PRE);
+                assert_int_equal(runs[1].cfg.variant, SP_VARIANT_POST);
+                assert_int_equal(runs[2].cfg.variant, SP_VARIANT_SPAN);
+            }
+            free(runs);
+        }
         assert_true(n >= 2);
         for (int a = 0; a < n; a++)
             for (int b = a + 1; b < n; b++)
-                assert_string_not_equal(runs[a].name, runs[b].name);
+                assert_string_not_equal(names[a], names[b]);
         sp_analyze_options o;
         if (sp_study_analyze_options(p, &o) != SP_OK)
             fail_msg("preset %s: %s", p->name, sp_error_message());
-        if (strcmp(p->name, "quick") == 0) {
-            assert_int_equal(n, 3);
-            for (int k = 0; k < n; k++) {
-                assert_int_equal(runs[k].cfg.n_layers, 8);
-                assert_int_equal(runs[k].cfg.init, SP_INIT_SCALED);
-            }
-            assert_int_equal(runs[0].cfg.variant, SP_VARIANT_PRE);
-            assert_int_equal(runs[1].cfg.variant, SP_VARIANT_POST);
-            assert_int_equal(runs[2].cfg.variant, SP_VARIANT_SPAN);
-        }
-        free(runs);
     }
     assert_null(sp_study_find_preset("nosuch"));
+
+    /* paper: the sweep spans 10x in lr; --lrs, --seeds and --scale change every run as documented */
+    const sp_study_preset *paper = sp_study_find_preset("paper");
+    assert_non_null(paper);
+    assert_string_equal(paper->groups[0].lrs, "0.0003,0.001,0.003");
+    const sp_study_overrides ov = {.device = "cpu", .lrs = "0.002,0.02", .seeds = "7,8,9", .scale = 2};
+    sp_study_run_spec *runs = NULL;
+    int n = 0;
+    assert_int_equal(sp_study_expand_group(paper, 0, &ov, NULL, NULL, &runs, &n), SP_OK);
+    assert_int_equal(n, 5 * 2 * 3);
+    assert_string_equal(runs[0].name, "pre-L16-scaled-lr0.002-s7");
+    assert_string_equal(runs[5].name, "pre-L16-scaled-lr0.02-s9");
+    assert_int_equal(runs[0].cfg.d_model, 128);
+    assert_int_equal(runs[0].cfg.n_heads, 8);
+    assert_int_equal(runs[0].cfg.d_ff, 512);
+    assert_int_equal(runs[0].opt.steps, 1200);
+    assert_int_equal(runs[0].opt.seed, 7);
+    assert_true(runs[5].opt.lr == 0.02);
+    free(runs);
+    /* a verdict group keeps "best" whatever --lrs says */
+    assert_int_equal(sp_study_expand_group(paper, 1, &ov, NULL, NULL, &runs, &n), SP_OK);
+    assert_int_equal(n, 3 * 4 * 3);
+    assert_string_equal(runs[0].lr, SP_STUDY_BEST_LR);
+    free(runs);
+}
+
+/* The val_loss_mean of the row of summary_lr.csv that starts with prefix. */
+static double lr_row_mean(const char *csv, const char *prefix)
+{
+    const char *row = strstr(csv, prefix);
+    assert_non_null(row);
+    /* variant,n_layers,init,lr,seeds,diverged,val_loss_mean,... */
+    const char *p = row;
+    for (int comma = 0; comma < 6; comma++)
+        p = strchr(p, ',') + 1;
+    return strtod(p, NULL);
+}
+
+/* test-sweep: the sweep's two learning rates per variant, then each variant at its best one, at 2
+ * and 3 layers with seeds 1 and 2: the plan and its estimate come first, the best lr is the one
+ * whose sweep run ended lower, the sweep run the verdict group repeats is reused, the summary marks
+ * the best lr with the spread over seeds, and a rerun plans every run as done. A sweep whose every
+ * run diverges leaves no best lr: one line, exit 3. */
+static void test_sweep_then_best_lr(void **state)
+{
+    (void)state;
+    char corpus[4200], out[4200], path[4400];
+    write_corpus(corpus, sizeof corpus);
+    scratch_path(out, sizeof out, "study-sweep");
+    tree_remove(out);
+    const char *args[] = {"study", "--preset", "test-sweep", "--out", out, "--data", corpus, "--device", "cpu", NULL};
+    char *o = NULL, *e = NULL;
+    int rc = scratch_run_cli(args, &o, &e);
+    if (rc == -1)
+        skip();
+    if (rc != 0)
+        fail_msg("study test-sweep: exit %d: %s", rc, e);
+    assert_non_null(strstr(o, "study test-sweep: 12 runs into"));
+    assert_non_null(strstr(o, " 5. pre-L2-scaled-lrbest-s1 "));
+    assert_non_null(strstr(o, "study test-sweep: estimated time left: "));
+    assert_non_null(strstr(o, "study: 1 of 12 runs done; time left: "));
+
+    snprintf(path, sizeof path, "%s/summary_lr.csv", out);
+    char *csv = scratch_read_file(path, NULL);
+    assert_non_null(csv);
+    const char *variants[] = {"pre", "span"};
+    for (int v = 0; v < 2; v++) {
+        char row[64], best[64], reused[128];
+        snprintf(row, sizeof row, "\n%s,2,scaled,0.003,", variants[v]);
+        const double low = lr_row_mean(csv, row);
+        snprintf(row, sizeof row, "\n%s,2,scaled,0.01,", variants[v]);
+        const double high = lr_row_mean(csv, row);
+        const char *won = low < high ? "0.003" : "0.01";
+        /* the verdict runs train at the winner; its sweep run (seed 1, 2 layers) is not trained again */
+        snprintf(best, sizeof best, "%s-L3-scaled-lr%s-s2: training 12 steps", variants[v], won);
+        assert_non_null(strstr(o, best));
+        snprintf(reused, sizeof reused, "%s-L2-scaled-lr%s-s1: the same run as an earlier group's (reused)",
+                 variants[v], won);
+        assert_non_null(strstr(o, reused));
+        /* the winner has both seeds and is marked best */
+        snprintf(row, sizeof row, "\n%s,2,scaled,%s,2,0,", variants[v], won);
+        const char *r = strstr(csv, row);
+        assert_non_null(r);
+        assert_true(strncmp(strchr(r + 1, '\n') - 2, ",1", 2) == 0);
+    }
+    free(csv);
+    snprintf(path, sizeof path, "%s/summary.md", out);
+    char *md = scratch_read_file(path, NULL);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "## Learning rates and seeds"));
+    assert_non_null(strstr(md, " | best |\n"));
+    free(md);
+    free(o);
+    free(e);
+
+    /* the rerun plans every run as done, the verdict runs under their resolved names */
+    o = e = NULL;
+    assert_int_equal(scratch_run_cli(args, &o, &e), 0);
+    assert_null(strstr(o, "lrbest"));
+    assert_null(strstr(o, ": training "));
+    assert_non_null(strstr(o, "estimated time left: under a minute"));
+    free(o);
+    free(e);
+    tree_remove(out);
+
+    /* every sweep run diverges: no best learning rate */
+    const char *diverging[] = {"study", "--preset", "test-sweep", "--out", out, "--data", corpus,
+                               "--device", "cpu", "--lrs", "1e30", NULL};
+    o = e = NULL;
+    assert_int_equal(scratch_run_cli(diverging, &o, &e), 3);
+    assert_int_equal(scratch_count_lines(e), 1);
+    assert_non_null(strstr(e, "no earlier run of pre finished without diverging"));
+    free(o);
+    free(e);
+    tree_remove(out);
+    unlink(corpus);
 }
 
 int main(void)
@@ -247,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_presets_expand),
         cmocka_unit_test(test_resume_after_kill),
         cmocka_unit_test(test_refuses_other_runs),
+        cmocka_unit_test(test_sweep_then_best_lr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
