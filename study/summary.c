@@ -10,6 +10,7 @@
 #include "io/file_read.h"
 #include "io/report.h"
 #include "plots/text_buf.h"
+#include "study/bound_table.h"
 #include "train/train.h"
 #include "train/trainlog.h"
 
@@ -183,7 +184,7 @@ static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_s
 sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs, const sp_study_run_spec *runs,
                                  const char *const *dirs, const int *diverged)
 {
-    sp_text md = {0}, csv = {0}, lr_csv = {0};
+    sp_text md = {0}, csv = {0}, lr_csv = {0}, bound_csv = {0};
     sp_text_printf(&md, "# study %s\n\nRuns in `%s/runs/`, figures in `%s/figures/`. Losses in nats/token (final "
                         "validation loss; training loss of the last logged step). Metrics from each run's "
                         "`report.json` (docs/formats.md): %s.ffn_ratio", preset, out, out, headline[0].analyzer);
@@ -203,6 +204,7 @@ sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs
     for (int i = 0; i < n_runs; i++)
         run_row(&md, &csv, &runs[i], dirs[i], diverged[i]);
     lr_table(&md, &lr_csv, n_runs, runs, dirs, diverged);
+    sp_study_bound_table(&md, &bound_csv, n_runs, runs, dirs, diverged);
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.md", out);
     sp_status st = sp_text_write_file(&md, path);
@@ -212,11 +214,15 @@ sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs
     snprintf(path, sizeof path, "%s/summary_lr.csv", out);
     if (st == SP_OK)
         st = sp_text_write_file(&lr_csv, path);
+    snprintf(path, sizeof path, "%s/jacobian_bound.csv", out);
     if (st == SP_OK)
-        printf("\n%s\nstudy: summary in %s/summary.md, %s/summary.csv and %s/summary_lr.csv\n", sp_text_str(&md), out,
-               out, out);
+        st = sp_text_write_file(&bound_csv, path);
+    if (st == SP_OK)
+        printf("\n%s\nstudy: summary in %s/summary.md; tables in %s/summary.csv, summary_lr.csv and "
+               "jacobian_bound.csv\n", sp_text_str(&md), out, out);
     sp_text_free(&md);
     sp_text_free(&csv);
     sp_text_free(&lr_csv);
+    sp_text_free(&bound_csv);
     return st;
 }

@@ -4,6 +4,7 @@
  * diverged runs recorded in the summary and marked in the depth figure; a run directory holding
  * another run's options is refused; an unknown preset is a usage error; every preset expands into
  * valid runs. */
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "io/report.h"
 #include "study/presets.h"
 #include "study/study.h"
 #include "support/png_info.h"
@@ -68,6 +70,47 @@ static int same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_ino == b->st_ino && a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
            a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* jacobian_bound.csv holds, for the span run (the only one with both pre-normalization sums), one
+ * row per block whose values are the report's arrays and whose ratio is bound / sigma_max; the
+ * summary counts its blocks; pre has no bound and no row. */
+static void expect_bound_table(const char *study, const char *md)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/report.h5", study, RUN3);
+    sp_report_reader *r = NULL;
+    assert_int_equal(sp_report_open(path, &r), SP_OK);
+    sp_report_array sigma, bound;
+    assert_int_equal(sp_report_read_array(r, "jacobian", "sigma_max", &sigma), SP_OK);
+    assert_int_equal(sp_report_read_array(r, "jacobian", "bound", &bound), SP_OK);
+    sp_report_close(r);
+    snprintf(path, sizeof path, "%s/jacobian_bound.csv", study);
+    char *csv = scratch_read_file(path, NULL);
+    assert_non_null(csv);
+    assert_null(strstr(csv, RUN1 ","));
+    int holds = 0;
+    for (int l = 0; l < (int)sigma.shape[0]; l++) {
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "\n%s,%d,", RUN3, l);
+        const char *row = strstr(csv, prefix);
+        assert_non_null(row);
+        char *end;
+        const double s_csv = strtod(row + strlen(prefix), &end), b_csv = strtod(end + 1, &end),
+                     q_csv = strtod(end + 1, NULL);
+        assert_true(fabs(s_csv - sigma.data[l]) <= 1e-5 * fabs(sigma.data[l]));
+        assert_true(fabs(b_csv - bound.data[l]) <= 1e-5 * fabs(bound.data[l]));
+        const double q = bound.data[l] / sigma.data[l];
+        assert_true(fabs(q_csv - q) <= 1e-5 * q);
+        holds += q >= 1;
+    }
+    char row[128];
+    snprintf(row, sizeof row, "| %s | %d | %d |", RUN3, (int)sigma.shape[0], holds);
+    assert_non_null(strstr(md, "## The Jacobian bound"));
+    assert_non_null(strstr(md, row));
+    sp_report_array_free(&sigma);
+    sp_report_array_free(&bound);
+    free(csv);
 }
 
 /* Starts `spanprobe study --preset test` in the background (output discarded); -1 without the CLI. */
@@ -150,6 +193,7 @@ static void test_resume_after_kill(void **state)
     assert_non_null(strstr(md, "| " RUN2 " | diverged at step "));
     assert_non_null(strstr(md, "| " RUN3 " | done |"));
     assert_non_null(strstr(md, "| " RUN4 " | diverged at step "));
+    expect_bound_table(out, md);
     free(md);
     free(o);
     free(e);
