@@ -11,7 +11,7 @@
 static void print_help(void)
 {
     printf("usage: spanprobe study [--preset NAME] --out DIR [--data FILE] [--device cpu|cuda|auto] [--format LIST]\n"
-           "                       [--lrs LIST] [--seeds LIST] [--scale N]\n\n"
+           "                       [--lrs LIST] [--seeds LIST] [--scale N] [--jobs N]\n\n"
            "Trains the preset's runs, analyzes each final checkpoint, draws every figure over all runs and\n"
            "writes a summary table (final losses, diverged runs, headline metrics, the spread over seeds and\n"
            "the best learning rate of each model). It prints the planned runs and an estimated time first,\n"
@@ -28,6 +28,8 @@ static void print_help(void)
            "                  its own (groups at lr 'best' take their variant's best rate of the earlier groups)\n"
            "  --seeds LIST    seeds, comma-separated, for every run group (run names end in -s<seed>)\n"
            "  --scale N       width (d_model, d_ff, heads), every depth and the steps times N, for a GPU [1]\n"
+           "  --jobs N        runs trained at a time, each in its own process with its share of the threads\n"
+           "                  [one per OpenMP thread on the CPU; 1 where a GPU may be used]\n"
            "\npresets:\n");
     for (int i = 0; i < sp_study_preset_count(); i++)
         printf("  %-10s %s\n", sp_study_preset_name(i), sp_study_preset_description(i));
@@ -38,7 +40,7 @@ static sp_status parse_args(int argc, char **argv, sp_study_options *o)
 {
     *o = (sp_study_options){0};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *value = NULL, *scale = NULL;
+        const char *a = argv[i], *value = NULL, *scale = NULL, *jobs = NULL;
         const char **target = strcmp(a, "--preset") == 0   ? &o->preset
                               : strcmp(a, "--out") == 0    ? &o->out
                               : strcmp(a, "--data") == 0   ? &o->data
@@ -47,6 +49,7 @@ static sp_status parse_args(int argc, char **argv, sp_study_options *o)
                               : strcmp(a, "--lrs") == 0    ? &o->lrs
                               : strcmp(a, "--seeds") == 0  ? &o->seeds
                               : strcmp(a, "--scale") == 0  ? &scale
+                              : strcmp(a, "--jobs") == 0   ? &jobs
                                                            : NULL;
         if (!target)
             return sp_error(SP_ERR_USAGE, strncmp(a, "--", 2) == 0 ? "unknown option '%s'" : "unexpected argument '%s'", a);
@@ -57,6 +60,10 @@ static sp_status parse_args(int argc, char **argv, sp_study_options *o)
         if (scale) {
             SP_TRY(sp_cli_parse_long("--scale", scale, 1, 64, &n));
             o->scale = (int)n;
+        }
+        if (jobs) {
+            SP_TRY(sp_cli_parse_long("--jobs", jobs, 1, 256, &n));
+            o->jobs = (int)n;
         }
     }
     if (!o->out)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -17,6 +18,7 @@
 #include "plots/plot.h"
 #include "study/presets.h"
 #include "study/summary.h"
+#include "study/workers.h"
 #include "train/train.h"
 
 #define REPORT_NAME "report.h5"
@@ -126,7 +128,7 @@ static sp_status draw(const sp_study_options *o, int n_runs, const char *const *
  * quick preset: gradients, Jacobian power iterations, pruning). */
 #define ANALYSIS_TOKEN_COST 6.0
 /* Throughput assumed until this invocation has finished a run: FLOP/s per CPU thread, and on a GPU. */
-#define ASSUMED_CPU_FLOPS_PER_THREAD 20e9
+#define ASSUMED_CPU_FLOPS_PER_THREAD 14e9
 #define ASSUMED_GPU_FLOPS 2e12
 
 /* Training FLOPs per token of a run's model: 6 x the matrix parameters a token meets (attention,
@@ -189,6 +191,12 @@ typedef struct {
     double cost_left;           /* FLOPs left of the plan */
     double assumed_rate;        /* FLOP/s until measured */
     double work_cost, work_s;   /* FLOPs done in this invocation and the seconds they took */
+    double work_s_before, phase_start;
+    char **tags;                /* [cap] "run k/N name" of each distinct run */
+    double *cost;               /* [cap] FLOPs each distinct run had left when this invocation began it */
+    int n_done;
+    int jobs, threads_per_job;  /* runs at a time (workers when > 1) and OpenMP threads each */
+    char tag[256];
 } study_state;
 
 static double rate_of(const study_state *s) { return s->work_s > 0 ? s->work_cost / s->work_s : s->assumed_rate; }
@@ -247,9 +255,15 @@ static sp_status add_run(study_state *s, const sp_study_run_spec *r)
         if (dirs)
             s->dirs = dirs;
         int *diverged = dirs ? realloc(s->diverged, (size_t)cap * sizeof *diverged) : NULL;
-        if (!diverged)
+        if (diverged)
+            s->diverged = diverged;
+        char **tags = diverged ? realloc(s->tags, (size_t)cap * sizeof *tags) : NULL;
+        if (tags)
+            s->tags = tags;
+        double *cost = tags ? realloc(s->cost, (size_t)cap * sizeof *cost) : NULL;
+        if (!cost)
             return sp_error(SP_ERR_NOMEM, "study: out of memory");
-        s->diverged = diverged;
+        s->cost = cost;
         s->cap = cap;
     }
     char path[4400];
@@ -257,37 +271,86 @@ static sp_status add_run(study_state *s, const sp_study_run_spec *r)
     if (!(s->dirs[s->n] = strdup(path)))
         return sp_error(SP_ERR_NOMEM, "study: out of memory");
     s->runs[s->n] = *r;
+    s->tags[s->n] = NULL;
+    s->cost[s->n] = 0;
     s->diverged[s->n++] = 0;
     return SP_OK;
 }
 
-/* Trains and analyzes run `index` of the plan (k: its place in it), then prints the progress. */
-static sp_status do_run(study_state *s, const sp_study_run_spec *r, int k)
+/* Run k of the plan: reused when an earlier group made it (-1), else added to the distinct runs
+ * (its index). */
+static sp_status begin_run(study_state *s, const sp_study_run_spec *r, int k, int *index)
 {
-    char tag[256], t[32];
-    snprintf(tag, sizeof tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
-    const int same = find_run(s, r->name);
-    if (same >= 0) {
-        printf("study: %s: the same run as an earlier group's (reused)\n", tag);
+    *index = -1;
+    snprintf(s->tag, sizeof s->tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
+    if (find_run(s, r->name) >= 0) {
+        printf("study: %s: the same run as an earlier group's (reused)\n", s->tag);
+        s->n_done++;
         return SP_OK;
     }
     SP_TRY(add_run(s, r));
-    const int i = s->n - 1;
-    const double left = share_left(s->dirs[i], r, NULL), cost = left * run_cost(r, &s->aopt);
-    const double t0 = sp_clock_seconds();
-    SP_TRY(train_run(r, s->dirs[i], tag, &s->diverged[i]));
-    if (!s->diverged[i])
-        SP_TRY(analyze_run(r, &s->aopt, s->dirs[i], tag));
-    if (cost > 0) {
-        s->work_cost += cost;
-        s->work_s += sp_clock_seconds() - t0;
+    *index = s->n - 1;
+    s->tags[*index] = strdup(s->tag);
+    s->cost[*index] = share_left(s->dirs[*index], r, NULL) * run_cost(r, &s->aopt);
+    return s->tags[*index] ? SP_OK : sp_error(SP_ERR_NOMEM, "study: out of memory");
+}
+
+/* Trains and analyzes distinct run i (in this process or a worker's). */
+static sp_status work_run(void *ctx, int i)
+{
+    study_state *s = ctx;
+    SP_TRY(train_run(&s->runs[i], s->dirs[i], s->tags[i], &s->diverged[i]));
+    return s->diverged[i] ? SP_OK : analyze_run(&s->runs[i], &s->aopt, s->dirs[i], s->tags[i]);
+}
+
+/* After distinct run i ended: the progress and the time left at the throughput measured so far. */
+static void run_done(void *ctx, int i, sp_status st)
+{
+    study_state *s = ctx;
+    if (st != SP_OK)
+        return;
+    share_left(s->dirs[i], &s->runs[i], &s->diverged[i]); /* a worker's outcome */
+    s->n_done++;
+    if (s->cost[i] > 0) {
+        s->work_cost += s->cost[i];
+        s->work_s = s->work_s_before + (sp_clock_seconds() - s->phase_start);
     }
-    s->cost_left -= cost;
+    s->cost_left -= s->cost[i];
+    char t[32];
     format_duration((s->cost_left > 0 ? s->cost_left : 0) / rate_of(s), t, sizeof t);
-    printf("study: %d of %d runs done; time left: %s (at %.1f GFLOP/s%s)\n", k + 1, s->n_planned, t,
-           rate_of(s) / 1e9, s->work_s > 0 ? ", measured" : ", assumed");
+    printf("study: %s: done; %d of %d runs done; time left: %s (at %.1f GFLOP/s%s)\n", s->tags[i], s->n_done,
+           s->n_planned, t, rate_of(s) / 1e9, s->work_s > 0 ? ", measured" : ", assumed");
     fflush(stdout);
-    return SP_OK;
+}
+
+/* The distinct runs first[0..n) of a group: in this process one after another, or by s->jobs
+ * workers at a time, the costliest first. */
+static sp_status work_group(study_state *s, const int *first, int n)
+{
+    s->phase_start = sp_clock_seconds();
+    s->work_s_before = s->work_s;
+    sp_status st = SP_OK;
+    if (s->jobs <= 1) {
+        for (int j = 0; j < n && st == SP_OK; j++) {
+            st = work_run(s, first[j]);
+            run_done(s, first[j], st);
+        }
+        return st;
+    }
+    int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order)
+        return sp_error(SP_ERR_NOMEM, "study: out of memory");
+    for (int j = 0; j < n; j++) { /* insertion sort by cost, largest first (runs of equal cost keep their order) */
+        int k = j;
+        while (k > 0 && s->cost[order[k - 1]] < s->cost[first[j]]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = first[j];
+    }
+    st = sp_workers_run(n, order, s->jobs, s->threads_per_job, work_run, run_done, s);
+    free(order);
+    return st;
 }
 
 /* Every run of the plan, in order (free() *planned): "best" learning rates resolved from the runs
@@ -330,8 +393,9 @@ static void print_plan(study_state *s, const sp_study_run_spec *planned)
 {
     const int cuda = planned[0].opt.device == SP_DEVICE_CUDA;
     s->assumed_rate = cuda ? ASSUMED_GPU_FLOPS : ASSUMED_CPU_FLOPS_PER_THREAD * omp_get_max_threads();
-    printf("study %s: %d runs into %s (interrupted? run the same command again to continue)\n", s->p->name,
-           s->n_planned, s->o->out);
+    printf("study %s: %d runs into %s, %d at a time with %d thread%s each (interrupted? run the same command "
+           "again to continue)\n", s->p->name, s->n_planned, s->o->out, s->jobs, s->threads_per_job,
+           s->threads_per_job > 1 ? "s" : "");
     double total = 0;
     for (int k = 0; k < s->n_planned; k++) {
         const sp_study_run_spec *r = &planned[k];
@@ -366,14 +430,44 @@ static sp_status run_all(study_state *s)
         sp_study_run_spec *runs;
         int n;
         SP_TRY(sp_study_expand_group(s->p, g, &s->ov, best_lr, s, &runs, &n));
-        sp_status st = SP_OK;
-        for (int j = 0; j < n && st == SP_OK; j++)
-            st = do_run(s, &runs[j], k++);
+        int *fresh = malloc((size_t)(n ? n : 1) * sizeof *fresh), n_fresh = 0;
+        sp_status st = fresh ? SP_OK : sp_error(SP_ERR_NOMEM, "study: out of memory");
+        for (int j = 0; j < n && st == SP_OK; j++) {
+            int index;
+            st = begin_run(s, &runs[j], k++, &index);
+            if (index >= 0)
+                fresh[n_fresh++] = index;
+        }
+        if (st == SP_OK)
+            st = work_group(s, fresh, n_fresh);
+        free(fresh);
         free(runs);
         SP_TRY(st);
     }
     SP_TRY(draw(s->o, s->n, (const char *const *)s->dirs));
     return sp_study_write_summary(s->o->out, s->p->name, s->n, s->runs, (const char *const *)s->dirs, s->diverged);
+}
+
+/* A GPU this build could use: CUDA compiled in and NVIDIA's driver loaded (asked without starting
+ * CUDA, which a worker forked afterwards could not use). */
+static int gpu_possible(void)
+{
+#ifdef SP_HAVE_CUDA
+    return access("/proc/driver/nvidia/version", F_OK) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* --jobs 0: on the CPU one run per OpenMP thread (small models use one core better than two), one
+ * run at a time where a GPU may be used; the threads shared out among the jobs. */
+static void choose_jobs(const sp_study_options *o, int *jobs, int *threads)
+{
+    const int max_threads = omp_get_max_threads();
+    const int on_gpu = o->device ? strcmp(o->device, "cuda") == 0 || (strcmp(o->device, "auto") == 0 && gpu_possible())
+                                 : gpu_possible();
+    *jobs = o->jobs > 0 ? o->jobs : on_gpu ? 1 : max_threads;
+    *threads = max_threads / *jobs > 1 ? max_threads / *jobs : 1;
 }
 
 sp_status sp_study_run(const sp_study_options *o)
@@ -391,11 +485,14 @@ sp_status sp_study_run(const sp_study_options *o)
     if (o->scale < 0 || o->scale > 64)
         return sp_error(SP_ERR_USAGE, "--scale: %d is out of range (expected 1 to 64)", o->scale);
     study_state s = {.o = o, .p = p, .ov = {o->data, o->device, o->lrs, o->seeds, o->scale}};
+    choose_jobs(o, &s.jobs, &s.threads_per_job);
     SP_TRY(sp_study_analyze_options(p, &s.aopt));
     sp_study_run_spec *planned;
     sp_status st = expand_plan(&s, &planned, &s.n_planned);
-    for (int k = 0; k < s.n; k++) /* the plan's runs; run_all adds them again as it makes them */
+    for (int k = 0; k < s.n; k++) { /* the plan's runs; run_all adds them again as it makes them */
         free(s.dirs[k]);
+        free(s.tags[k]);
+    }
     s.n = 0;
     if (st == SP_OK && !file_exists(planned[0].opt.data))
         st = sp_error(SP_ERR_IO, "%s: no such file (the default corpus: `make data`; or give --data FILE)",
@@ -405,9 +502,13 @@ sp_status sp_study_run(const sp_study_options *o)
         st = run_all(&s);
     }
     free(planned);
-    for (int k = 0; k < s.n; k++)
+    for (int k = 0; k < s.n; k++) {
         free(s.dirs[k]);
+        free(s.tags[k]);
+    }
     free(s.dirs);
+    free(s.tags);
+    free(s.cost);
     free(s.diverged);
     free(s.runs);
     return st;

@@ -28,6 +28,8 @@ typedef struct {
     const char *lrs;      /* comma-separated learning rates replacing the preset's; NULL: the preset's */
     const char *seeds;    /* comma-separated seeds replacing the preset's; NULL: the preset's */
     int scale;            /* 0 or 1: the preset's sizes; N: width, depth and steps times N */
+    int jobs;             /* runs trained at a time, each in a worker process; 0: one per OpenMP thread
+                             on the CPU (a group's runs spread over the cores), 1 where a GPU may be used */
 } sp_study_options;
 
 int sp_study_preset_count(void);

@@ -444,7 +444,9 @@ static const disk_case disk_cases[] = {
     {"import gguf", {"import", "gguf", "@gguf", "gguf.h5"}, {NULL}, {"gguf.h5"}, NULL, NULL, 0, 0},
     {"import llama2c", {"import", "llama2c", "../in/model.bin", "../in/tok.bin", "llama2c.h5"}, {NULL},
      {"llama2c.h5"}, NULL, NULL, 0, 0},
-    {"study", {"study", "--preset", "test", "--data", "../in/text.txt", "--out", "study_dir", "--device", "cpu"}, {NULL},
+    {"study", /* two worker processes: their failures come back as the parent's one line */
+     {"study", "--preset", "test", "--data", "../in/text.txt", "--out", "study_dir", "--device", "cpu", "--jobs", "2"},
+     {NULL},
      {"study_dir/"}, NULL, NULL, 0, 1},
     {"plot", {"plot", "../in/report.h5", "--out", "figures", "--quiet"}, {NULL}, {"figures/"}, NULL, NULL, 0, 0},
     {"tokenize", {"tokenize", "../in/ckpt.h5", "--text", "../in/text.txt"}, {NULL}, {"stdout"}, NULL,

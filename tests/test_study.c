@@ -334,8 +334,8 @@ static double lr_row_mean(const char *csv, const char *prefix)
     return strtod(p, NULL);
 }
 
-/* test-sweep: the sweep's two learning rates per variant, then each variant at its best one, at 2
- * and 3 layers with seeds 1 and 2: the plan and its estimate come first, the best lr is the one
+/* test-sweep with two worker processes: the sweep's two learning rates per variant, then each
+ * variant at its best one, at 2 and 3 layers with seeds 1 and 2: the plan and its estimate come first, the best lr is the one
  * whose sweep run ended lower, the sweep run the verdict group repeats is reused, the summary marks
  * the best lr with the spread over seeds, and a rerun plans every run as done. A sweep whose every
  * run diverges leaves no best lr: one line, exit 3. */
@@ -346,7 +346,8 @@ static void test_sweep_then_best_lr(void **state)
     write_corpus(corpus, sizeof corpus);
     scratch_path(out, sizeof out, "study-sweep");
     tree_remove(out);
-    const char *args[] = {"study", "--preset", "test-sweep", "--out", out, "--data", corpus, "--device", "cpu", NULL};
+    const char *args[] = {"study", "--preset", "test-sweep", "--out", out, "--data", corpus, "--device", "cpu",
+                          "--jobs", "2", NULL};
     char *o = NULL, *e = NULL;
     int rc = scratch_run_cli(args, &o, &e);
     if (rc == -1)
@@ -356,7 +357,7 @@ static void test_sweep_then_best_lr(void **state)
     assert_non_null(strstr(o, "study test-sweep: 12 runs into"));
     assert_non_null(strstr(o, " 5. pre-L2-scaled-lrbest-s1 "));
     assert_non_null(strstr(o, "study test-sweep: estimated time left: "));
-    assert_non_null(strstr(o, "study: 1 of 12 runs done; time left: "));
+    assert_non_null(strstr(o, ": done; 1 of 12 runs done; time left: "));
 
     snprintf(path, sizeof path, "%s/summary_lr.csv", out);
     char *csv = scratch_read_file(path, NULL);

@@ -1,0 +1,130 @@
+#include "study/workers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    pid_t pid;
+    int task, fd; /* fd: the read end of the child's error pipe */
+} worker;
+
+/* In the child: runs the task and reports "<status> <message>" through fd; never returns. */
+static void child(int fd, int threads, sp_worker_task task, void *ctx, int t)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
+    omp_set_num_threads(threads);
+    sp_error_clear();
+    const sp_status st = task(ctx, t);
+    char msg[4200];
+    const int len = snprintf(msg, sizeof msg, "%d %s", (int)st, st == SP_OK ? "" : sp_error_message());
+    if (write(fd, msg, (size_t)(len < (int)sizeof msg ? len : (int)sizeof msg - 1)) < 0)
+        _exit(1);
+    fflush(stdout);
+    _exit(st == SP_OK ? 0 : 1); /* no atexit handlers: the parent's libraries own their state */
+}
+
+static sp_status start(worker *w, int threads, sp_worker_task task, void *ctx, int t)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return sp_error(SP_ERR_IO, "study: cannot start a worker (pipe: %s)", strerror(errno));
+    fflush(NULL); /* nothing buffered is written twice */
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return sp_error(SP_ERR_IO, "study: cannot start a worker (fork: %s)", strerror(e));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child(fds[1], threads, task, ctx, t);
+    }
+    close(fds[1]);
+    *w = (worker){pid, t, fds[0]};
+    return SP_OK;
+}
+
+/* The status a finished worker reported, its message set as the current error. */
+static sp_status collect(const worker *w, int wstatus)
+{
+    char msg[4200];
+    size_t len = 0;
+    for (ssize_t got; len + 1 < sizeof msg && (got = read(w->fd, msg + len, sizeof msg - 1 - len)) != 0;) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            break;
+        len += (size_t)got;
+    }
+    close(w->fd);
+    msg[len] = '\0';
+    int code = 0, offset = 0;
+    if (len == 0 || sscanf(msg, "%d %n", &code, &offset) < 1)
+        return sp_error(SP_ERR_IO, "study: a worker process ended without a result (%s %d)",
+                        WIFSIGNALED(wstatus) ? "signal" : "exit status",
+                        WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+    return code == SP_OK ? SP_OK : sp_error((sp_status)code, "%s", msg + offset);
+}
+
+sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threads, sp_worker_task task,
+                         sp_worker_done done, void *ctx)
+{
+    worker *w = calloc((size_t)n_workers, sizeof *w);
+    if (!w)
+        return sp_error(SP_ERR_NOMEM, "study: out of memory");
+    sp_status first = SP_OK;
+    char first_msg[4200] = "";
+    int next = 0, running = 0;
+    while (running > 0 || (next < n_tasks && first == SP_OK)) {
+        while (running < n_workers && next < n_tasks && first == SP_OK) {
+            sp_status st = start(&w[running], threads, task, ctx, order[next]);
+            if (st != SP_OK) {
+                first = st;
+                snprintf(first_msg, sizeof first_msg, "%s", sp_error_message());
+                break;
+            }
+            running++;
+            next++;
+        }
+        if (running == 0)
+            break;
+        int wstatus;
+        const pid_t pid = waitpid(-1, &wstatus, 0);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid < 0) { /* cannot happen while children run; never spin */
+            if (first == SP_OK) {
+                first = SP_ERR_IO;
+                snprintf(first_msg, sizeof first_msg, "study: lost track of its workers (waitpid: %s)", strerror(errno));
+            }
+            break;
+        }
+        int k = 0;
+        while (k < running && w[k].pid != pid)
+            k++;
+        if (k == running)
+            continue; /* not one of ours (a vetting child reaped elsewhere never gets here) */
+        sp_status st = collect(&w[k], wstatus);
+        if (st != SP_OK && first == SP_OK) {
+            first = st;
+            snprintf(first_msg, sizeof first_msg, "%s", sp_error_message());
+        }
+        sp_error_clear();
+        done(ctx, w[k].task, st);
+        w[k] = w[--running];
+    }
+    free(w);
+    return first == SP_OK ? SP_OK : sp_error(first, "%s", first_msg);
+}
