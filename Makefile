@@ -9,7 +9,7 @@ SAN ?= 0
 NVCC ?= nvcc
 CUDA ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
 
-PKGS := hdf5 libcjson openblas lapacke libpcre2-8 icu-uc
+PKGS := hdf5 libcjson openblas lapacke libpcre2-8 icu-uc libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -75,14 +75,13 @@ static sp_status directory_sha256(const char *dir, char hex[65], int64_t *n_byte
     if (n < 0)
         return sp_error(SP_ERR_IO, "%s: cannot list the directory", dir);
     sp_sha256 h;
-    sp_sha256_init(&h);
-    sp_status st = SP_OK;
+    sp_status st = sp_sha256_init(&h);
     int64_t total = 0;
     char path[4096], line[4200], file_hex[65];
     for (int i = 0; i < n; i++) {
         struct stat sb;
         snprintf(path, sizeof path, "%s/%s", dir, entries[i]->d_name);
-        if (st == SP_OK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (st == SP_OK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* st: the digest is set up */
             int64_t bytes = 0;
             st = sp_sha256_file(path, file_hex, &bytes);
             int len = snprintf(line, sizeof line, "%s %s\n", entries[i]->d_name, file_hex);
@@ -92,6 +91,8 @@ static sp_status directory_sha256(const char *dir, char hex[65], int64_t *n_byte
         free(entries[i]);
     }
     free(entries);
+    if (!h.ctx) /* its set-up failed */
+        return st;
     unsigned char digest[32];
     sp_sha256_final(&h, digest);
     sp_sha256_hex(digest, hex);

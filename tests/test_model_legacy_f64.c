@@ -101,7 +101,7 @@ static void digest_prefix(size_t n, const sp_real *x, char out[17])
     sp_sha256 h;
     unsigned char digest[32];
     char hex[65];
-    sp_sha256_init(&h);
+    assert_int_equal(sp_sha256_init(&h), SP_OK);
     sp_sha256_update(&h, x, n * sizeof *x);
     sp_sha256_final(&h, digest);
     sp_sha256_hex(digest, hex);

@@ -93,7 +93,7 @@ void tok_check_decode(const sp_tokenizer *t, const char *want)
 static void ids_sha256(const int32_t *ids, size_t n, char hex[65])
 {
     sp_sha256 h;
-    sp_sha256_init(&h);
+    assert_int_equal(sp_sha256_init(&h), SP_OK);
     for (size_t i = 0; i < n; i++) {
         uint32_t v = (uint32_t)ids[i];
         unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
