@@ -190,8 +190,7 @@ typedef struct {
     int n, cap;
     double cost_left;           /* FLOPs left of the plan */
     double assumed_rate;        /* FLOP/s until measured */
-    double work_cost, work_s;   /* FLOPs done in this invocation and the seconds they took */
-    double work_s_before, phase_start;
+    double work_cost, work_s;   /* FLOPs done in this invocation and the seconds their runs took */
     char **tags;                /* [cap] "run k/N name" of each distinct run */
     double *cost;               /* [cap] FLOPs each distinct run had left when this invocation began it */
     int n_done;
@@ -199,7 +198,11 @@ typedef struct {
     char tag[256];
 } study_state;
 
-static double rate_of(const study_state *s) { return s->work_s > 0 ? s->work_cost / s->work_s : s->assumed_rate; }
+/* FLOP/s of the whole study: each run's measured rate, times the runs at a time. */
+static double rate_of(const study_state *s)
+{
+    return s->work_s > 0 ? s->work_cost / s->work_s * s->jobs : s->assumed_rate;
+}
 
 /* A run of a group that sweeps learning rates (not one at lr "best"). */
 static int in_sweep(const study_state *s, int i) { return strcmp(s->p->groups[s->runs[i].group].lrs, SP_STUDY_BEST_LR) != 0; }
@@ -303,8 +306,9 @@ static sp_status work_run(void *ctx, int i)
     return s->diverged[i] ? SP_OK : analyze_run(&s->runs[i], &s->aopt, s->dirs[i], s->tags[i]);
 }
 
-/* After distinct run i ended: the progress and the time left at the throughput measured so far. */
-static void run_done(void *ctx, int i, sp_status st)
+/* After distinct run i ended, `seconds` after it began: the progress and the time left at the
+ * throughput measured so far. */
+static void run_done(void *ctx, int i, sp_status st, double seconds)
 {
     study_state *s = ctx;
     if (st != SP_OK)
@@ -313,7 +317,7 @@ static void run_done(void *ctx, int i, sp_status st)
     s->n_done++;
     if (s->cost[i] > 0) {
         s->work_cost += s->cost[i];
-        s->work_s = s->work_s_before + (sp_clock_seconds() - s->phase_start);
+        s->work_s += seconds;
     }
     s->cost_left -= s->cost[i];
     char t[32];
@@ -327,13 +331,12 @@ static void run_done(void *ctx, int i, sp_status st)
  * workers at a time, the costliest first. */
 static sp_status work_group(study_state *s, const int *first, int n)
 {
-    s->phase_start = sp_clock_seconds();
-    s->work_s_before = s->work_s;
     sp_status st = SP_OK;
     if (s->jobs <= 1) {
         for (int j = 0; j < n && st == SP_OK; j++) {
+            const double t0 = sp_clock_seconds();
             st = work_run(s, first[j]);
-            run_done(s, first[j], st);
+            run_done(s, first[j], st, sp_clock_seconds() - t0);
         }
         return st;
     }
@@ -392,7 +395,7 @@ static sp_status expand_plan(study_state *s, sp_study_run_spec **planned, int *n
 static void print_plan(study_state *s, const sp_study_run_spec *planned)
 {
     const int cuda = planned[0].opt.device == SP_DEVICE_CUDA;
-    s->assumed_rate = cuda ? ASSUMED_GPU_FLOPS : ASSUMED_CPU_FLOPS_PER_THREAD * omp_get_max_threads();
+    s->assumed_rate = cuda ? ASSUMED_GPU_FLOPS : ASSUMED_CPU_FLOPS_PER_THREAD * s->jobs * s->threads_per_job;
     printf("study %s: %d runs into %s, %d at a time with %d thread%s each (interrupted? run the same command "
            "again to continue)\n", s->p->name, s->n_planned, s->o->out, s->jobs, s->threads_per_job,
            s->threads_per_job > 1 ? "s" : "");

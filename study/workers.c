@@ -7,12 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
     pid_t pid;
     int task, fd; /* fd: the read end of the child's error pipe */
+    double start; /* seconds (CLOCK_MONOTONIC) */
 } worker;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* In the child: runs the task and reports "<status> <message>" through fd; never returns. */
 static void child(int fd, int threads, sp_worker_task task, void *ctx, int t)
@@ -52,7 +61,7 @@ static sp_status start(worker *w, int threads, sp_worker_task task, void *ctx, i
         child(fds[1], threads, task, ctx, t);
     }
     close(fds[1]);
-    *w = (worker){pid, t, fds[0]};
+    *w = (worker){pid, t, fds[0], now_s()};
     return SP_OK;
 }
 
@@ -122,7 +131,7 @@ sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threa
             snprintf(first_msg, sizeof first_msg, "%s", sp_error_message());
         }
         sp_error_clear();
-        done(ctx, w[k].task, st);
+        done(ctx, w[k].task, st, now_s() - w[k].start);
         w[k] = w[--running];
     }
     free(w);

@@ -10,8 +10,8 @@
 
 /* Runs task `task` in the child; its status and error message go to the parent. */
 typedef sp_status (*sp_worker_task)(void *ctx, int task);
-/* Called in the parent when task ended (st: its status). */
-typedef void (*sp_worker_done)(void *ctx, int task, sp_status st);
+/* Called in the parent when task ended (st: its status) after `seconds` of wall time. */
+typedef void (*sp_worker_done)(void *ctx, int task, sp_status st, double seconds);
 
 /* Runs tasks order[0], order[1], ... in that order of starting. After a task fails no new one
  * starts; the running ones are waited for, and the first failure is returned with its message. */
