@@ -251,22 +251,11 @@ static sp_status add_run(study_state *s, const sp_study_run_spec *r)
 {
     if (s->n == s->cap) {
         const int cap = s->cap ? 2 * s->cap : 16;
-        sp_study_run_spec *runs = realloc(s->runs, (size_t)cap * sizeof *runs);
-        if (runs)
-            s->runs = runs;
-        char **dirs = runs ? realloc(s->dirs, (size_t)cap * sizeof *dirs) : NULL;
-        if (dirs)
-            s->dirs = dirs;
-        int *diverged = dirs ? realloc(s->diverged, (size_t)cap * sizeof *diverged) : NULL;
-        if (diverged)
-            s->diverged = diverged;
-        char **tags = diverged ? realloc(s->tags, (size_t)cap * sizeof *tags) : NULL;
-        if (tags)
-            s->tags = tags;
-        double *cost = tags ? realloc(s->cost, (size_t)cap * sizeof *cost) : NULL;
-        if (!cost)
+        void *grown; /* each array grown to cap; one that cannot be keeps its old size and contents */
+#define GROW(array) ((grown = realloc((array), (size_t)cap * sizeof *(array))) != NULL && ((array) = grown, 1))
+        if (!(GROW(s->runs) && GROW(s->dirs) && GROW(s->diverged) && GROW(s->tags) && GROW(s->cost)))
             return sp_error(SP_ERR_NOMEM, "study: out of memory");
-        s->cost = cost;
+#undef GROW
         s->cap = cap;
     }
     char path[4400];

@@ -3,10 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -24,8 +28,15 @@ static double now_s(void)
 }
 
 /* In the child: runs the task and reports "<status> <message>" through fd; never returns. */
-static void child(int fd, int threads, sp_worker_task task, void *ctx, int t)
+static void child(int fd, int threads, sp_worker_task task, void *ctx, int t, pid_t parent)
 {
+#ifdef __linux__
+    /* a study killed outright takes its workers with it, so that a rerun finds no run still written */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(1);
+#else
+    (void)parent;
+#endif
     setvbuf(stdout, NULL, _IOLBF, 0);
     const int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
@@ -49,7 +60,7 @@ static sp_status start(worker *w, int threads, sp_worker_task task, void *ctx, i
     if (pipe(fds) != 0)
         return sp_error(SP_ERR_IO, "study: cannot start a worker (pipe: %s)", strerror(errno));
     fflush(NULL); /* nothing buffered is written twice */
-    const pid_t pid = fork();
+    const pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         const int e = errno;
         close(fds[0]);
@@ -58,7 +69,7 @@ static sp_status start(worker *w, int threads, sp_worker_task task, void *ctx, i
     }
     if (pid == 0) {
         close(fds[0]);
-        child(fds[1], threads, task, ctx, t);
+        child(fds[1], threads, task, ctx, t, parent);
     }
     close(fds[1]);
     *w = (worker){pid, t, fds[0], now_s()};

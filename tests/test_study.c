@@ -1,6 +1,6 @@
 /* `spanprobe study`: the tiny `test` preset (two runs that train, two at lr 1e30 that diverge)
- * trained, analyzed and drawn end to end; killed after its first run finished and started again,
- * it does not redo that run (training, checkpoints, report untouched) and completes the rest, the
+ * trained, analyzed and drawn end to end; killed (SIGKILL, its two workers going with it) after its
+ * first run finished and started again, it does not redo that run (training, checkpoints, report untouched) and completes the rest, the
  * diverged runs recorded in the summary and marked in the depth figure; a run directory holding
  * another run's options is refused; an unknown preset is a usage error; every preset expands into
  * valid runs. */
@@ -125,7 +125,8 @@ static pid_t start_study(const char *out, const char *corpus)
     if (pid == 0) {
         if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
             _exit(126);
-        execl(bin, bin, "study", "--preset", "test", "--out", out, "--data", corpus, "--device", "cpu", (char *)NULL);
+        execl(bin, bin, "study", "--preset", "test", "--out", out, "--data", corpus, "--device", "cpu", "--jobs", "2",
+              (char *)NULL);
         _exit(127);
     }
     return pid;
