@@ -73,6 +73,7 @@ static int run_from_options(const char *json, const char *where, sp_plot_series 
     }
     s->cfg = cfg;
     s->lr = opt.lr;
+    s->seed = opt.seed;
     s->run_known = 1;
     return 1;
 }
@@ -221,7 +222,7 @@ static sp_status add_input(sp_plot_inputs *in, const char *path)
 
 static void format_lr(double lr, char *buf, size_t len) { snprintf(buf, len, "%g", lr); }
 
-/* Which run fields differ among the named series: bit 0 variant, 1 depth, 2 init, 3 lr. */
+/* Which run fields differ among the named series: bit 0 variant, 1 depth, 2 init, 3 lr, 4 seed. */
 static unsigned differing_fields(const sp_plot_inputs *in)
 {
     unsigned diff = 0;
@@ -235,7 +236,8 @@ static unsigned differing_fields(const sp_plot_inputs *in)
             continue;
         }
         diff |= (s->cfg.variant != first->cfg.variant) << 0 | (s->cfg.n_layers != first->cfg.n_layers) << 1 |
-                (s->cfg.init != first->cfg.init) << 2 | (s->lr != first->lr && !(isnan(s->lr) && isnan(first->lr))) << 3;
+                (s->cfg.init != first->cfg.init) << 2 | (s->lr != first->lr && !(isnan(s->lr) && isnan(first->lr))) << 3 |
+                (s->seed != first->seed) << 4;
     }
     return diff;
 }
@@ -255,14 +257,19 @@ static void name_series(sp_plot_series *s, unsigned diff)
     if (isfinite(s->lr))
         format_lr(s->lr, lr, sizeof lr);
     const char *variant = sp_variant_names[s->cfg.variant], *init = sp_init_names[s->cfg.init];
-    snprintf(s->title, sizeof s->title, "%s, L=%d, %s init, lr %s", variant, s->cfg.n_layers, init, lr);
+    char seed[40] = "";
+    if (diff & 16u)
+        snprintf(seed, sizeof seed, ", seed %lld", (long long)s->seed);
+    snprintf(s->title, sizeof s->title, "%s, L=%d, %s init, lr %s%s", variant, s->cfg.n_layers, init, lr, seed);
     size_t used = (size_t)snprintf(s->short_name, sizeof s->short_name, "%s", variant);
     if (diff & 2u && used < sizeof s->short_name)
         used += (size_t)snprintf(s->short_name + used, sizeof s->short_name - used, " L=%d", s->cfg.n_layers);
     if (diff & 4u && used < sizeof s->short_name)
         used += (size_t)snprintf(s->short_name + used, sizeof s->short_name - used, " %s", init);
     if (diff & 8u && used < sizeof s->short_name)
-        snprintf(s->short_name + used, sizeof s->short_name - used, " lr %s", lr);
+        used += (size_t)snprintf(s->short_name + used, sizeof s->short_name - used, " lr %s", lr);
+    if (diff & 16u && used < sizeof s->short_name)
+        snprintf(s->short_name + used, sizeof s->short_name - used, " s%lld", (long long)s->seed);
 }
 
 /* Series of one run (same title before disambiguation) share a colour, numbered in input order. */

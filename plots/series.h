@@ -21,8 +21,9 @@ typedef struct {
     int run_known;        /* cfg and lr below were found */
     sp_config cfg;        /* the run's model */
     double lr;            /* peak learning rate; NaN when unknown */
+    int64_t seed;         /* the run's seed (model init and data order) */
     int64_t step;         /* a report: the analyzed checkpoint's step; -1 when unknown */
-    char title[192];      /* "span, L=8, scaled init, lr 0.003" */
+    char title[192];      /* "span, L=8, scaled init, lr 0.003" (", seed 2" where the seeds differ) */
     char short_name[96];  /* "span" (or "span L=8" when depths differ, ...) */
     int color;            /* 1-based, one per run: the training log and reports of a run share it */
     sp_trainlog log;                /* SP_SERIES_TRAINLOG */

@@ -20,19 +20,19 @@
 
 const sp_study_preset sp_study_presets[] = {
     {"quick", "pre, post and span at 8 layers, scaled init, lr 1e-3, 600 steps (1.2 M tokens): the README's main job",
-     {{"pre,post,span", "scaled", "8", "0.001", NULL}},
+     {{"pre,post,span", "scaled", "8", "0.001", NULL, NULL}},
      "{" SMALL_MODEL ", \"steps\": 600, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
      "{" SMALL_ANALYSIS ", \"power_iters\": 40, \"jac_tokens\": 8}"},
     {"variants", "every normalization placement at 8 layers, scaled init, lr 1e-3, 600 steps (the quick settings)",
-     {{"pre,post,span,peri,mixln,lns,deepnorm,hybrid,olmo2,siamese", "scaled", "8", "0.001", NULL}},
+     {{"pre,post,span,peri,mixln,lns,deepnorm,hybrid,olmo2,siamese", "scaled", "8", "0.001", NULL, NULL}},
      "{" SMALL_MODEL ", \"steps\": 600, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
      "{" SMALL_ANALYSIS ", \"power_iters\": 40, \"jac_tokens\": 8}"},
     {"init", "span and pre with global and scaled init at 12, 24 and 48 layers, lr 1e-3, 400 steps (paper Fig. 2, 3)",
-     {{"span,pre", "global,scaled", "12,24,48", "0.001", NULL}},
+     {{"span,pre", "global,scaled", "12,24,48", "0.001", NULL, NULL}},
      "{" SMALL_MODEL ", \"steps\": 400, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
      "{" SMALL_ANALYSIS ", \"power_iters\": 20, \"jac_tokens\": 4}"},
     {"depth", "depth stress test: pre, post, span at 4 to 64 layers, d_model 64 and lr 1e-3 for all, 300 steps (Fig. 11)",
-     {{"pre,post,span", "scaled", "4,8,16,32,64", "0.001", NULL}},
+     {{"pre,post,span", "scaled", "4,8,16,32,64", "0.001", NULL, NULL}},
      "{" SMALL_MODEL ", \"steps\": 300, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
      "{" SMALL_ANALYSIS ", \"metrics\": \"similarity,growth,ffn_spectra,grad_norms,weights,embed_spectrum\"}"},
     /* docs/reproduction.md: a learning-rate sweep at 8 layers, then every verdict run at its
@@ -41,22 +41,22 @@ const sp_study_preset sp_study_presets[] = {
     {"paper", "the claims of docs/reproduction.md: pre, post, span, peri, siamese swept over lr 3e-4, 1e-3, 3e-3 at 8 "
      "layers; then at each variant's best lr pre, post, span at 4 to 32 layers (seeds 1, 2), post and span at 64, span "
      "and pre with global init at 16; 600 steps",
-     {{"pre,post,span,peri,siamese", "scaled", "8", "0.0003,0.001,0.003", "1"},
-      {"pre,post,span", "scaled", "4,8,16,32", SP_STUDY_BEST_LR, "1,2"},
-      {"post,span", "scaled", "64", SP_STUDY_BEST_LR, "1"},
-      {"span,pre", "global", "16", SP_STUDY_BEST_LR, "1"}},
+     {{"pre,post,span,peri,siamese", "scaled", "8", "0.0003,0.001,0.003", "1", "sweep"},
+      {"pre,post,span", "scaled", "4,8,16,32", SP_STUDY_BEST_LR, "1,2", "depth"},
+      {"post,span", "scaled", "64", SP_STUDY_BEST_LR, "1", "deep"},
+      {"span,pre", "global", "16", SP_STUDY_BEST_LR, "1", "init"}},
      "{" SMALL_MODEL ", \"steps\": 600, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
      "{" SMALL_ANALYSIS ", \"power_iters\": 20, \"jac_tokens\": 4}"},
     {"test", "tiny runs for the test suite: pre and span, 2 layers, d_model 16, 12 steps, at lr 3e-3 and at lr 1e30 "
-     "(which diverges)", {{"pre,span", "scaled", "2", "0.003,1e30", NULL}},
+     "(which diverges)", {{"pre,span", "scaled", "2", "0.003,1e30", NULL, NULL}},
      "{\"d_model\": 16, \"n_heads\": 2, \"n_kv_heads\": 2, \"d_ff\": 32, \"max_seq_len\": 32, \"seq_len\": 32, "
      "\"batch_size\": 4, \"steps\": 12, \"warmup_steps\": 2, \"log_every\": 2, \"eval_every\": 6, "
      "\"eval_windows\": 4, \"ckpt_every\": 6, \"keep\": 2}",
      "{\"n_tokens\": 512, \"seq_len\": 32, \"batch\": 4, \"topk\": 2, \"power_iters\": 10, \"jac_tokens\": 2, "
      "\"prune_batches\": 1}"},
     {"test-sweep", "tiny runs for the test suite: pre and span swept over lr 3e-3 and 1e-2, then each at its best lr "
-     "with seeds 1 and 2 at 3 layers", {{"pre,span", "scaled", "2", "0.003,0.01", "1"},
-                                           {"pre,span", "scaled", "2,3", SP_STUDY_BEST_LR, "1,2"}},
+     "with seeds 1 and 2 at 3 layers", {{"pre,span", "scaled", "2", "0.003,0.01", "1", "sweep"},
+                                           {"pre,span", "scaled", "2,3", SP_STUDY_BEST_LR, "1,2", "best"}},
      "{\"d_model\": 16, \"n_heads\": 2, \"n_kv_heads\": 2, \"d_ff\": 32, \"max_seq_len\": 32, \"seq_len\": 32, "
      "\"batch_size\": 4, \"steps\": 12, \"warmup_steps\": 2, \"log_every\": 2, \"eval_every\": 6, "
      "\"eval_windows\": 4, \"ckpt_every\": 6, \"keep\": 2}",

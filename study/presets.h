@@ -19,6 +19,7 @@
 typedef struct {
     /* comma-separated lists; seeds NULL: the training default seed (1), and no "-s" in run names */
     const char *variants, *inits, *depths, *lrs, *seeds;
+    const char *name; /* presets of several groups: the figures of the group's runs go to figures/<name>/ */
 } sp_study_group;
 
 typedef struct {

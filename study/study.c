@@ -107,10 +107,11 @@ static sp_status analyze_run(const sp_study_run_spec *run, const sp_analyze_opti
     return sp_analyze_run(&job);
 }
 
-static sp_status draw(const sp_study_options *o, int n_runs, const char *const *dirs)
+/* Every figure over the runs in dirs into OUT/figures (OUT/figures/<sub> when sub is not NULL). */
+static sp_status draw(const sp_study_options *o, const char *sub, int n_runs, const char *const *dirs)
 {
-    char figures[4200];
-    snprintf(figures, sizeof figures, "%s/figures", o->out);
+    char figures[4400];
+    snprintf(figures, sizeof figures, "%s/figures%s%s", o->out, sub ? "/" : "", sub ? sub : "");
     sp_plot_options popt;
     sp_plot_options_defaults(&popt);
     popt.out_dir = figures;
@@ -269,19 +270,20 @@ static sp_status add_run(study_state *s, const sp_study_run_spec *r)
     return SP_OK;
 }
 
-/* Run k of the plan: reused when an earlier group made it (-1), else added to the distinct runs
- * (its index). */
-static sp_status begin_run(study_state *s, const sp_study_run_spec *r, int k, int *index)
+/* Run k of the plan: *index its place among the distinct runs, *fresh 0 when an earlier group made
+ * it (reused), else 1 (added). */
+static sp_status begin_run(study_state *s, const sp_study_run_spec *r, int k, int *index, int *fresh)
 {
-    *index = -1;
+    *fresh = 0;
     snprintf(s->tag, sizeof s->tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
-    if (find_run(s, r->name) >= 0) {
+    if ((*index = find_run(s, r->name)) >= 0) {
         printf("study: %s: the same run as an earlier group's (reused)\n", s->tag);
         s->n_done++;
         return SP_OK;
     }
     SP_TRY(add_run(s, r));
     *index = s->n - 1;
+    *fresh = 1;
     s->tags[*index] = strdup(s->tag);
     s->cost[*index] = share_left(s->dirs[*index], r, NULL) * run_cost(r, &s->aopt);
     return s->tags[*index] ? SP_OK : sp_error(SP_ERR_NOMEM, "study: out of memory");
@@ -417,26 +419,39 @@ static sp_status run_all(study_state *s)
     snprintf(path, sizeof path, "%s/runs", s->o->out);
     SP_TRY(sp_make_dirs(s->o->out));
     SP_TRY(sp_make_dirs(path));
-    int k = 0;
-    for (int g = 0; g < sp_study_n_groups(s->p); g++) {
+    const int n_groups = sp_study_n_groups(s->p);
+    const char **members[SP_STUDY_MAX_GROUPS] = {NULL}; /* each group's run directories, reused ones included */
+    int n_members[SP_STUDY_MAX_GROUPS] = {0}, k = 0;
+    sp_status st = SP_OK;
+    for (int g = 0; g < n_groups && st == SP_OK; g++) {
         sp_study_run_spec *runs;
         int n;
-        SP_TRY(sp_study_expand_group(s->p, g, &s->ov, best_lr, s, &runs, &n));
+        if ((st = sp_study_expand_group(s->p, g, &s->ov, best_lr, s, &runs, &n)) != SP_OK)
+            break;
         int *fresh = malloc((size_t)(n ? n : 1) * sizeof *fresh), n_fresh = 0;
-        sp_status st = fresh ? SP_OK : sp_error(SP_ERR_NOMEM, "study: out of memory");
+        members[g] = malloc((size_t)(n ? n : 1) * sizeof *members[g]);
+        if (!fresh || !members[g])
+            st = sp_error(SP_ERR_NOMEM, "study: out of memory");
         for (int j = 0; j < n && st == SP_OK; j++) {
-            int index;
-            st = begin_run(s, &runs[j], k++, &index);
-            if (index >= 0)
+            int index, is_fresh;
+            st = begin_run(s, &runs[j], k++, &index, &is_fresh);
+            if (st == SP_OK && is_fresh)
                 fresh[n_fresh++] = index;
+            if (st == SP_OK)
+                members[g][n_members[g]++] = s->dirs[index];
         }
         if (st == SP_OK)
             st = work_group(s, fresh, n_fresh);
         free(fresh);
         free(runs);
-        SP_TRY(st);
     }
-    SP_TRY(draw(s->o, s->n, (const char *const *)s->dirs));
+    if (st == SP_OK)
+        st = draw(s->o, NULL, s->n, (const char *const *)s->dirs);
+    for (int g = 0; g < n_groups && n_groups > 1 && st == SP_OK; g++)
+        st = draw(s->o, s->p->groups[g].name, n_members[g], members[g]);
+    for (int g = 0; g < n_groups; g++)
+        free(members[g]);
+    SP_TRY(st);
     return sp_study_write_summary(s->o->out, s->p->name, s->n, s->runs, (const char *const *)s->dirs, s->diverged);
 }
 

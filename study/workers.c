@@ -105,6 +105,7 @@ sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threa
     if (!w)
         return sp_error(SP_ERR_NOMEM, "study: out of memory");
     sp_status first = SP_OK;
+    int first_task = 0;
     char first_msg[4200] = "";
     int next = 0, running = 0;
     while (running > 0 || (next < n_tasks && first == SP_OK)) {
@@ -137,8 +138,9 @@ sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threa
         if (k == running)
             continue; /* not one of ours (a vetting child reaped elsewhere never gets here) */
         sp_status st = collect(&w[k], wstatus);
-        if (st != SP_OK && first == SP_OK) {
+        if (st != SP_OK && (first == SP_OK || w[k].task < first_task)) { /* the same report however they interleave */
             first = st;
+            first_task = w[k].task;
             snprintf(first_msg, sizeof first_msg, "%s", sp_error_message());
         }
         sp_error_clear();

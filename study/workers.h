@@ -14,7 +14,8 @@ typedef sp_status (*sp_worker_task)(void *ctx, int task);
 typedef void (*sp_worker_done)(void *ctx, int task, sp_status st, double seconds);
 
 /* Runs tasks order[0], order[1], ... in that order of starting. After a task fails no new one
- * starts; the running ones are waited for, and the first failure is returned with its message. */
+ * starts; the running ones are waited for, and the failure of the lowest task number is returned
+ * with its message. */
 sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threads, sp_worker_task task,
                          sp_worker_done done, void *ctx);
 

@@ -269,8 +269,14 @@ static void test_presets_expand(void **state)
             sp_error_clear();
             if (sp_study_expand_group(p, g, &ov, NULL, NULL, &runs, &ng) != SP_OK)
                 fail_msg("preset %s group %d: %s", p->name, g + 1, sp_error_message());
-            /* a verdict group takes its lr from an earlier sweep */
+            /* a verdict group takes its lr from an earlier sweep; groups of a preset of several are
+             * named (their figures' directories), each differently */
             assert_true(strcmp(p->groups[g].lrs, SP_STUDY_BEST_LR) != 0 || g > 0);
+            if (sp_study_n_groups(p) > 1) {
+                assert_non_null(p->groups[g].name);
+                for (int h = 0; h < g; h++)
+                    assert_string_not_equal(p->groups[h].name, p->groups[g].name);
+            }
             for (int k = 0; k < ng; k++) {
                 assert_true(n < 64);
                 assert_int_equal(runs[k].group, g);
@@ -384,6 +390,20 @@ static void test_sweep_then_best_lr(void **state)
         assert_true(strncmp(strchr(r + 1, '\n') - 2, ",1", 2) == 0);
     }
     free(csv);
+    /* figures over every run, and over each group's runs (the reused sweep runs in both groups) */
+    int w, h;
+    const char *figure_dirs[] = {"figures", "figures/sweep", "figures/best"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s/loss.png", out, figure_dirs[i]);
+        assert_int_equal(png_size(path, &w, &h), 0);
+    }
+    snprintf(path, sizeof path, "%s/figures/best/loss.gp", out);
+    char *script = scratch_read_file(path, NULL);
+    assert_non_null(script);
+    assert_non_null(strstr(script, "pre, L=2, scaled init"));
+    assert_non_null(strstr(script, ", seed 2"));
+    assert_null(strstr(script, "lr 0.003, seed 1") && strstr(script, "lr 0.01, seed 1") ? "both lrs in best" : NULL);
+    free(script);
     snprintf(path, sizeof path, "%s/summary.md", out);
     char *md = scratch_read_file(path, NULL);
     assert_non_null(md);
