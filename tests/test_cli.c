@@ -1,7 +1,8 @@
 /* The command line as a user meets it ($SPANPROBE_BIN): --help of every command and --version;
  * `init` writing reproducible checkpoints; `inspect` on checkpoints, dumps and reports (text and
  * JSON, statistics over slabs); and on every bad input the documented exit code, exactly one line
- * on stderr, nothing on stdout and no output file left behind. */
+ * on stderr, nothing on stdout and no output file left behind; the OpenMP wait policy a computing
+ * command runs under. */
 #include <cJSON.h>
 #include <math.h>
 #include <setjmp.h>
@@ -9,7 +10,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +25,8 @@
 #include "support/fixtures.h"
 #include "support/h5_edit.h"
 #include "support/scratch.h"
+#include "support/train_runs.h"
+#include "support/tree.h"
 
 #define RUN(out, err, ...) scratch_run_cli((const char *const[]){__VA_ARGS__, NULL}, out, err)
 
@@ -381,6 +387,64 @@ static void test_inspect_dump_and_report(void **state)
     free(err);
 }
 
+/* The OMP_WAIT_POLICY in the environment of a running `train` (read from /proc while it trains). */
+static void policy_of_train(const char *text, const char *out, char *policy, size_t len)
+{
+    const char *args[] = {"train", "--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--n-kv-heads", "2",
+                          "--d-ff", "32", "--max-seq-len", "16", "--steps", "100000", "--data", text, "--out", out,
+                          "--device", "cpu", NULL};
+    pid_t pid = scratch_spawn_cli(args);
+    assert_true(pid > 0);
+    snprintf(policy, len, "(unset)");
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    for (int tries = 0; tries < 200; tries++) { /* until the restarted process has begun training */
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+        size_t n = 0;
+        char *env = scratch_read_file(path, &n);
+        int found = 0;
+        for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
+            if (strncmp(env + i, "OMP_WAIT_POLICY=", 16) == 0) {
+                snprintf(policy, len, "%s", env + i + 16);
+                found = 1;
+            }
+        free(env);
+        char out_file[4300];
+        snprintf(out_file, sizeof out_file, "%s/train_options.json", out);
+        if (found && scratch_file_exists(out_file))
+            break;
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* A computing command waits passively unless the user chose a policy. */
+static void test_wait_policy(void **state)
+{
+    (void)state;
+    if (!getenv("SPANPROBE_BIN"))
+        skip();
+    if (access("/proc/self/environ", R_OK) != 0) {
+        print_message("skipped: no /proc here\n");
+        skip();
+    }
+    char text[4200], out[4200], policy[64];
+    scratch_path(text, sizeof text, "policy.txt");
+    char *words = train_make_text(4000, 7);
+    assert_int_equal(scratch_write_file(text, words, 4000), 0);
+    free(words);
+    scratch_path(out, sizeof out, "policy_run");
+    unsetenv("OMP_WAIT_POLICY");
+    policy_of_train(text, out, policy, sizeof policy);
+    assert_string_equal(policy, "passive");
+    tree_remove(out);
+    setenv("OMP_WAIT_POLICY", "active", 1);
+    policy_of_train(text, out, policy, sizeof policy);
+    unsetenv("OMP_WAIT_POLICY");
+    assert_string_equal(policy, "active");
+    tree_remove(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_inspect_checkpoint),
         cmocka_unit_test(test_inspect_bad_files),
         cmocka_unit_test(test_inspect_dump_and_report),
+        cmocka_unit_test(test_wait_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
