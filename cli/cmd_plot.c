@@ -22,7 +22,8 @@ static void print_help(void)
            "  --out DIR        output directory (created when missing)\n"
            "  --format LIST    image formats, comma-separated: png, pdf, svg [png]\n"
            "  --only IDS       comma-separated figure ids [all]\n"
-           "  --size WxH       image size in pixels (PDF: the same proportions at 72 dpi) [%dx%d]\n"
+           "  --size WxH       image size in pixels (PDF: the same proportions at 72 dpi); without it a\n"
+           "                   figure of many panels grows so that each keeps 300x250 [%dx%d]\n"
            "  --quiet          no line per figure on stdout\n\nfigures:\n",
            def.width, def.height);
     for (int i = 0; i < sp_plot_figure_count(); i++)
@@ -60,8 +61,10 @@ static sp_status parse_args(int argc, char **argv, sp_plot_options *opt, const c
                 SP_TRY(sp_plot_parse_formats(value, &opt->formats));
             else if (strcmp(a, "--only") == 0)
                 opt->only = value;
-            else
+            else {
                 SP_TRY(parse_size(value, &opt->width, &opt->height));
+                opt->fixed_size = 1;
+            }
         } else if (strncmp(a, "--", 2) == 0) {
             return sp_error(SP_ERR_USAGE, "unknown option '%s'", a);
         } else {

@@ -29,6 +29,7 @@ typedef struct {
     int n_runs;
     char skip[512];  /* non-empty: not drawn, and why */
     char left_out[1024];
+    int min_width, min_height; /* the canvas a grid of panels needs (pixels; 0: any) */
 } sp_plot_ctx;
 
 typedef struct {
@@ -84,7 +85,10 @@ void sp_plot_var_num(sp_plot_ctx *c, const char *name, double value);
 void sp_plot_var_str(sp_plot_ctx *c, const char *name, const char *value);
 void sp_plot_var_nums(sp_plot_ctx *c, const char *name, int n, const double *values);
 void sp_plot_var_strs(sp_plot_ctx *c, const char *name, int n, const char *const *values);
-/* n_rows and n_cols of a grid of n panels, wider than tall. */
+/* n_rows and n_cols of a grid of n panels, wider than tall; the canvas grows so that each panel
+ * keeps at least SP_PLOT_MIN_PANEL_WIDTH x SP_PLOT_MIN_PANEL_HEIGHT pixels. */
+#define SP_PLOT_MIN_PANEL_WIDTH 300
+#define SP_PLOT_MIN_PANEL_HEIGHT 250
 void sp_plot_var_grid(sp_plot_ctx *c, int n);
 
 /* One panel of the `panels` template. Columns are 1-based data-file columns; x is column 1.

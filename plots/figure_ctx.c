@@ -159,6 +159,8 @@ void sp_plot_var_grid(sp_plot_ctx *c, int n)
     const int rows = (n + cols - 1) / cols;
     sp_plot_var_num(c, "n_rows", rows);
     sp_plot_var_num(c, "n_cols", cols);
+    c->min_width = cols * SP_PLOT_MIN_PANEL_WIDTH;
+    c->min_height = rows * SP_PLOT_MIN_PANEL_HEIGHT + 40; /* and the figure's title */
 }
 
 void sp_plot_var_panels(sp_plot_ctx *c, const char *title, int blocks_per_run, int has_bars, int n,

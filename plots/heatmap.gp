@@ -18,6 +18,9 @@ do for [i = 1:n_runs] {
     n = heat_side[i] - 1
     set xrange [-0.5 : n + 0.5]
     set yrange [-0.5 : n + 0.5]
+    tic_step = n > 10 ? ceil(n / 8.0) : 1  # about 8 labelled layers however deep
+    set xtics 0, tic_step
+    set ytics 0, tic_step
     set title run_title[i] font ",9"
     plot datafile index (i - 1) matrix with image
 }

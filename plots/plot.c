@@ -83,8 +83,10 @@ static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c,
                            "#   gnuplot %s.gp                    (PNG; or -e 'fmt=\"pdf\"', -e 'fmt=\"svg\"')\n",
                    fig->id, fig->description, SP_VERSION, fig->id, fig->id);
     sp_text_printf(script, "\n# ---- this figure's data and labels ----\n");
-    sp_text_printf(script, "width = %d\nheight = %d\nout_base = \"%s\"\ndatafile = \"%s.dat\"\n", opt->width,
-                   opt->height, fig->id, fig->id);
+    const int grow = !opt->fixed_size;
+    sp_text_printf(script, "width = %d\nheight = %d\nout_base = \"%s\"\ndatafile = \"%s.dat\"\n",
+                   grow && c->min_width > opt->width ? c->min_width : opt->width,
+                   grow && c->min_height > opt->height ? c->min_height : opt->height, fig->id, fig->id);
     sp_text_printf(script, "%s\n%s\n%s", sp_text_str(&c->vars), common, body);
     return sp_text_status(script, fig->id);
 }

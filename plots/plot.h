@@ -20,6 +20,8 @@ typedef struct {
     unsigned formats;     /* SP_PLOT_* bits */
     const char *only;     /* comma-separated figure ids; NULL or "": every figure */
     int width, height;    /* pixels (PNG, SVG; a PDF has the same proportions at 72 dpi) */
+    int fixed_size;       /* 0: a figure of many panels grows beyond width x height so that each
+                             keeps SP_PLOT_MIN_PANEL_WIDTH x _HEIGHT (plots/figure.h); 1: as given */
     int quiet;            /* no "wrote" lines on stdout (notes still go to stderr) */
 } sp_plot_options;
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "io/report.h"
+#include "plots/figure.h"
 #include "plots/plot.h"
 #include "support/png_info.h"
 #include "support/scratch.h"
@@ -461,6 +462,24 @@ static void test_bad_input(void **state)
     remove_runs(&r);
 }
 
+/* A grid of panels (one per run: heatmaps, per-run profiles) asks for a canvas that keeps each panel
+ * 300 x 250: 10 runs lie 3 x 4 on 1200 x 790; 2 runs fit the default canvas. */
+static void test_grid_canvas_grows(void **state)
+{
+    (void)state;
+    sp_plot_ctx c = {0};
+    sp_plot_var_grid(&c, 10);
+    assert_int_equal(c.min_width, 4 * SP_PLOT_MIN_PANEL_WIDTH);
+    assert_int_equal(c.min_height, 3 * SP_PLOT_MIN_PANEL_HEIGHT + 40);
+    assert_non_null(strstr(sp_text_str(&c.vars), "n_rows = 3"));
+    assert_non_null(strstr(sp_text_str(&c.vars), "n_cols = 4"));
+    sp_text_free(&c.vars);
+    sp_plot_ctx two = {0};
+    sp_plot_var_grid(&two, 2);
+    assert_true(two.min_width <= SP_PLOT_DEFAULT_WIDTH && two.min_height <= SP_PLOT_DEFAULT_HEIGHT);
+    sp_text_free(&two.vars);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_legend_names_the_model),
         cmocka_unit_test(test_missing_data_skipped),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_grid_canvas_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
