@@ -304,10 +304,10 @@ static void test_presets_expand(void **state)
     }
     assert_null(sp_study_find_preset("nosuch"));
 
-    /* paper: the sweep spans 10x in lr; --lrs, --seeds and --scale change every run as documented */
+    /* paper: the sweep spans more than 10x in lr; --lrs, --seeds and --scale change every run as documented */
     const sp_study_preset *paper = sp_study_find_preset("paper");
     assert_non_null(paper);
-    assert_string_equal(paper->groups[0].lrs, "0.0003,0.001,0.003");
+    assert_string_equal(paper->groups[0].lrs, "0.0003,0.001,0.003,0.01");
     const sp_study_overrides ov = {.device = "cpu", .lrs = "0.002,0.02", .seeds = "7,8,9", .scale = 2};
     sp_study_run_spec *runs = NULL;
     int n = 0;
