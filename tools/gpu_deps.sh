@@ -25,12 +25,12 @@
 #   everything).
 set -eu
 ARCH_DIR=x86_64-linux-gnu
-DEV_PKGS="libhdf5-dev libcjson-dev libopenblas-dev libopenblas-pthread-dev liblapacke-dev libpcre2-dev libicu-dev libcmocka-dev"
+DEV_PKGS="libhdf5-dev libcjson-dev libopenblas-dev libopenblas-pthread-dev liblapacke-dev libpcre2-dev libicu-dev libssl-dev libcmocka-dev"
 TOOL_PKGS="pkgconf pkgconf-bin make"
 NEVER_PKGS="libc6 libgcc-s1 libstdc++6"
 BASE_PKGS="libssl3 libgnutls30 libgmp10 libhogweed6 libnettle8 libp11-kit0 libzstd1 libffi8 libidn2-0 libunistring2 libtasn1-6"
 L=/usr/lib/$ARCH_DIR
-LINKED_LIBS="$L/hdf5/serial/libhdf5.so $L/libcjson.so $L/openblas-pthread/libopenblas.so $L/liblapacke.so $L/libpcre2-8.so $L/libicuuc.so $L/libcmocka.so"
+LINKED_LIBS="$L/hdf5/serial/libhdf5.so $L/libcjson.so $L/openblas-pthread/libopenblas.so $L/liblapacke.so $L/libpcre2-8.so $L/libicuuc.so $L/libcrypto.so $L/libcmocka.so"
 TOOL_BINS="/usr/bin/pkgconf /usr/bin/make"
 
 usage() {
