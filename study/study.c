@@ -131,6 +131,8 @@ static sp_status draw(const sp_study_options *o, const char *sub, int n_runs, co
 /* Throughput assumed until this invocation has finished a run: FLOP/s per CPU thread, and on a GPU. */
 #define ASSUMED_CPU_FLOPS_PER_THREAD 14e9
 #define ASSUMED_GPU_FLOPS 2e12
+/* Seconds between the lines that say which runs the workers are on. */
+#define TICK_SECONDS 60.0
 
 /* Training FLOPs per token of a run's model: 6 x the matrix parameters a token meets (attention,
  * FFN, the head) plus the attention scores over seq_len positions. */
@@ -318,6 +320,29 @@ static void run_done(void *ctx, int i, sp_status st, double seconds)
     fflush(stdout);
 }
 
+/* While workers run: which runs, for how long, and the time left counting their progress at the
+ * measured rate. */
+static void runs_tick(void *ctx, int n, const int *task, const double *seconds)
+{
+    study_state *s = ctx;
+    const double per_run = rate_of(s) / s->jobs; /* FLOP/s of one worker */
+    double left = s->cost_left;
+    char list[1024] = "", t[32];
+    size_t used = 0;
+    for (int k = 0; k < n; k++) {
+        const double done = seconds[k] * per_run;
+        left -= done < s->cost[task[k]] ? done : s->cost[task[k]];
+        format_duration(seconds[k], t, sizeof t);
+        used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s (%s)", k ? ", " : "",
+                                 strchr(s->tags[task[k]], ' ') ? strchr(s->tags[task[k]], ' ') + 1 : s->tags[task[k]], t);
+        if (used >= sizeof list)
+            used = sizeof list - 1;
+    }
+    format_duration(left > 0 ? left / rate_of(s) : 0, t, sizeof t);
+    printf("study: running %s; time left: about %s\n", list, t);
+    fflush(stdout);
+}
+
 /* The distinct runs first[0..n) of a group: in this process one after another, or by s->jobs
  * workers at a time, the costliest first. */
 static sp_status work_group(study_state *s, const int *first, int n)
@@ -342,7 +367,7 @@ static sp_status work_group(study_state *s, const int *first, int n)
         }
         order[k] = first[j];
     }
-    st = sp_workers_run(n, order, s->jobs, s->threads_per_job, work_run, run_done, s);
+    st = sp_workers_run(n, order, s->jobs, s->threads_per_job, work_run, run_done, runs_tick, TICK_SECONDS, s);
     free(order);
     return st;
 }

@@ -98,9 +98,39 @@ static sp_status collect(const worker *w, int wstatus)
     return code == SP_OK ? SP_OK : sp_error((sp_status)code, "%s", msg + offset);
 }
 
-sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threads, sp_worker_task task,
-                         sp_worker_done done, void *ctx)
+typedef struct {
+    sp_worker_tick fn;
+    double every, last; /* seconds */
+    void *ctx;
+} ticker;
+
+/* Waits for any worker to end, ticking meanwhile. */
+static pid_t wait_any(const worker *w, int running, int *wstatus, ticker *tick)
 {
+    for (;;) {
+        const pid_t pid = waitpid(-1, wstatus, WNOHANG);
+        if (pid != 0)
+            return pid;
+        const double now = now_s();
+        if (now - tick->last >= tick->every) {
+            int task[64];
+            double seconds[64];
+            int n = 0;
+            for (int k = 0; k < running && n < 64; k++, n++) {
+                task[n] = w[k].task;
+                seconds[n] = now - w[k].start;
+            }
+            tick->fn(tick->ctx, n, task, seconds);
+            tick->last = now;
+        }
+        nanosleep(&(struct timespec){0, 200000000}, NULL); /* a worker runs for minutes: 0.2 s is nothing */
+    }
+}
+
+sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threads, sp_worker_task task,
+                         sp_worker_done done, sp_worker_tick tick, double tick_seconds, void *ctx)
+{
+    ticker ticks = {tick, tick_seconds, now_s(), ctx};
     worker *w = calloc((size_t)n_workers, sizeof *w);
     if (!w)
         return sp_error(SP_ERR_NOMEM, "study: out of memory");
@@ -122,7 +152,7 @@ sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threa
         if (running == 0)
             break;
         int wstatus;
-        const pid_t pid = waitpid(-1, &wstatus, 0);
+        const pid_t pid = wait_any(w, running, &wstatus, &ticks);
         if (pid < 0 && errno == EINTR)
             continue;
         if (pid < 0) { /* cannot happen while children run; never spin */

@@ -13,10 +13,14 @@ typedef sp_status (*sp_worker_task)(void *ctx, int task);
 /* Called in the parent when task ended (st: its status) after `seconds` of wall time. */
 typedef void (*sp_worker_done)(void *ctx, int task, sp_status st, double seconds);
 
+/* Called in the parent every tick_seconds while tasks run: n of them, task[k] running for
+ * seconds[k]. */
+typedef void (*sp_worker_tick)(void *ctx, int n, const int *task, const double *seconds);
+
 /* Runs tasks order[0], order[1], ... in that order of starting. After a task fails no new one
  * starts; the running ones are waited for, and the failure of the lowest task number is returned
  * with its message. */
 sp_status sp_workers_run(int n_tasks, const int *order, int n_workers, int threads, sp_worker_task task,
-                         sp_worker_done done, void *ctx);
+                         sp_worker_done done, sp_worker_tick tick, double tick_seconds, void *ctx);
 
 #endif
