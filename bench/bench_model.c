@@ -2,7 +2,9 @@
  * training loop takes them) tokens/s of a spanprobe model on the CPU backend (--device cuda: the
  * GPU, every array resident there). Prints one JSON line; bench/run_model_bench.sh,
  * bench/run_train_bench.sh and bench/run_gpu_train_bench.sh run it next to the same model in PyTorch
- * (bench/torch_model.py) and print the ratio. Model options: --d_model 768, --variant span, ... */
+ * (bench/torch_model.py) and print the ratio. Model options: --d_model 768, --variant span, ...
+ * The JSON line also holds the step's FLOPs, the FLOP/s reached (best step), the backend's sgemm
+ * throughput on 2048^3 with the same threads (the roofline) and the fraction of it reached. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,54 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* FLOPs of one forward+backward of the model on batch x seq tokens: 6 per weight of every matrix a
+ * token meets (forward 2, backward 4), and the attention scores and their weighted sums over the
+ * causal half of the seq x seq pairs, 3 times 2 x 2 x d per pair. */
+static double step_flops(const sp_config *c, int batch, int seq)
+{
+    const double d = c->d_model, L = c->n_layers, kv = (double)c->n_kv_heads / c->n_heads;
+    const double ffn_mats = c->ffn == SP_FFN_SWIGLU ? 3 : 2;
+    const double matrix_weights = L * ((2 + 2 * kv) * d * d + ffn_mats * d * c->d_ff) + (double)c->vocab_size * d;
+    const double tokens = (double)batch * seq, pairs = (double)batch * L * seq * (seq + 1) / 2.0;
+    return 6 * matrix_weights * tokens + 3 * 4 * d * pairs;
+}
+
+/* The machine's sgemm throughput through the backend's gemm with the current threads (FLOP/s, the
+ * best of 5 products of two 2048 x 2048 matrices): the roofline the model's step is held to. */
+static double sgemm_roofline(const sp_backend *be)
+{
+    const int n = 2048;
+    const size_t bytes = (size_t)n * n * sizeof(sp_real);
+    sp_real *a = be->alloc(bytes, "roofline A"), *b = be->alloc(bytes, "roofline B"), *c = be->alloc(bytes, "roofline C");
+    if (!a || !b || !c) {
+        be->free(a);
+        be->free(b);
+        be->free(c);
+        return 0;
+    }
+    sp_real *host = malloc(bytes);
+    for (size_t i = 0; host && i < (size_t)n * n; i++)
+        host[i] = (sp_real)((double)(i % 97) / 97.0 - 0.5);
+    if (host) {
+        be->upload(a, host, bytes);
+        be->upload(b, host, bytes);
+    }
+    free(host);
+    double best = 1e30;
+    for (int r = -1; r < 5; r++) { /* r = -1 warms up */
+        double t0 = now_s();
+        be->gemm(0, 0, n, n, n, 1, a, n, b, n, 0, c, n);
+        be->sync();
+        const double t = now_s() - t0;
+        if (r >= 0 && t < best)
+            best = t;
+    }
+    be->free(a);
+    be->free(b);
+    be->free(c);
+    return 2.0 * n * n * n / best;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -109,10 +159,13 @@ int main(int argc, char **argv)
             times[s] = now_s() - t0;
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    const double flops = step_flops(&cfg, batch, seq), roofline = sgemm_roofline(be);
     printf("{\"impl\": \"spanprobe %s %s\", \"mode\": \"%s\", \"tokens_per_s\": %.1f, \"median_s\": %.4f, "
-           "\"best_s\": %.4f, \"loss\": %.4f, \"n_params\": %zu}\n",
+           "\"best_s\": %.4f, \"loss\": %.4f, \"n_params\": %zu, \"step_gflop\": %.2f, \"gflops\": %.1f, "
+           "\"sgemm_gflops\": %.1f, \"of_sgemm\": %.3f}\n",
            SP_VERSION, be->name, train ? "train" : "fwd+bwd", rows / times[0], times[steps / 2], times[0], loss,
-           sp_model_n_weights(m));
+           sp_model_n_weights(m), flops / 1e9, flops / times[0] / 1e9, roofline / 1e9,
+           roofline > 0 ? flops / times[0] / roofline : 0.0);
     sp_optim_free(opt);
     free(numel);
     free(decay);

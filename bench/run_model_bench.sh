@@ -42,6 +42,9 @@ import json, os, statistics
 runs = [json.loads(line) for line in os.environ["RESULTS"].splitlines() if line.strip()]
 ours, theirs = [r["tokens_per_s"] for r in runs[0::2]], [r["tokens_per_s"] for r in runs[1::2]]
 ratios = [a / b for a, b in zip(ours, theirs)]
+for r in runs[0::2]:  # the roofline: the backend's sgemm with the same threads, in the same run
+    print(f"spanprobe: {r['step_gflop']:.1f} GFLOP a step at {r['gflops']:.1f} GFLOP/s = {100 * r['of_sgemm']:.0f}% of "
+          f"the measured sgemm throughput ({r['sgemm_gflops']:.1f} GFLOP/s, 2048^3, same threads)")
 if len(ratios) == 1:
     print(f"ratio spanprobe/pytorch tokens/s: {ratios[0]:.2f}  ({ours[0]:.0f} vs {theirs[0]:.0f})")
 else:
