@@ -6,6 +6,9 @@
 # by SIGTERM or SIGINT (a time limit), it still prints what finished and names what did not.
 set -u
 jobs=${TEST_JOBS:-1}
+# the policy the computing commands would set for themselves (cli/main.c), so that each of the
+# suite's hundreds of runs does not restart itself to set it (tests/test_cli.c tests that restart)
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 results=$(mktemp -d)
 
 # The outputs and the summary of the binaries that finished; exit status 1 when one failed or any
