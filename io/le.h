@@ -1,10 +1,19 @@
 /* io/le.h: little-endian scalars from byte buffers, whatever the host's byte order (the llama2.c
- * and safetensors formats are little-endian). */
+ * and safetensors formats are little-endian, as are ZIP archives and pickles). */
 #ifndef SP_LE_H
 #define SP_LE_H
 
 #include <stdint.h>
 #include <string.h>
+
+/* n <= 8 bytes as an unsigned integer (the ZIP and pickle fields of PyTorch files). */
+static inline uint64_t sp_le_uint(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
 
 static inline uint16_t sp_le_u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 

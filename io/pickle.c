@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/le.h"
+
 static const struct {
     const char *name; /* "torch.<name>" */
     sp_pk_dtype dtype;
@@ -106,14 +108,6 @@ static int take(vm *m, size_t n, const unsigned char **out)
     *out = m->p + m->pos;
     m->pos += n;
     return 1;
-}
-
-static uint64_t le(const unsigned char *b, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)b[i] << (8 * i);
-    return v;
 }
 
 static sp_status add_item(vm *m, sp_pk_value *to, sp_pk_value *item)
@@ -363,24 +357,24 @@ static sp_status step(vm *m, int *stop, size_t *memo_next)
             return sp_error(SP_ERR_NOMEM, "%s: out of memory reading the pickle", m->where);
         m->marks[m->n_marks++] = m->n_stack;
         return SP_OK;
-    case 'X': return take(m, 4, &b) ? text(m, SP_PK_STR, (size_t)le(b, 4)) : fail(m, "truncated string%s", "");
+    case 'X': return take(m, 4, &b) ? text(m, SP_PK_STR, (size_t)sp_le_uint(b, 4)) : fail(m, "truncated string%s", "");
     case 0x8c: return take(m, 1, &b) ? text(m, SP_PK_STR, b[0]) : fail(m, "truncated string%s", "");
-    case 0x8d: return take(m, 8, &b) ? text(m, SP_PK_STR, (size_t)le(b, 8)) : fail(m, "truncated string%s", "");
+    case 0x8d: return take(m, 8, &b) ? text(m, SP_PK_STR, (size_t)sp_le_uint(b, 8)) : fail(m, "truncated string%s", "");
     case 'U': return take(m, 1, &b) ? text(m, SP_PK_STR, b[0]) : fail(m, "truncated string%s", "");
-    case 'T': return take(m, 4, &b) ? text(m, SP_PK_STR, (size_t)le(b, 4)) : fail(m, "truncated string%s", "");
+    case 'T': return take(m, 4, &b) ? text(m, SP_PK_STR, (size_t)sp_le_uint(b, 4)) : fail(m, "truncated string%s", "");
     case 'C': return take(m, 1, &b) ? text(m, SP_PK_BYTES, b[0]) : fail(m, "truncated bytes%s", "");
-    case 'B': return take(m, 4, &b) ? text(m, SP_PK_BYTES, (size_t)le(b, 4)) : fail(m, "truncated bytes%s", "");
-    case 0x8e: return take(m, 8, &b) ? text(m, SP_PK_BYTES, (size_t)le(b, 8)) : fail(m, "truncated bytes%s", "");
+    case 'B': return take(m, 4, &b) ? text(m, SP_PK_BYTES, (size_t)sp_le_uint(b, 4)) : fail(m, "truncated bytes%s", "");
+    case 0x8e: return take(m, 8, &b) ? text(m, SP_PK_BYTES, (size_t)sp_le_uint(b, 8)) : fail(m, "truncated bytes%s", "");
     case 'K': return take(m, 1, &b) ? integer(m, b[0]) : fail(m, "truncated int%s", "");
-    case 'M': return take(m, 2, &b) ? integer(m, (int64_t)le(b, 2)) : fail(m, "truncated int%s", "");
-    case 'J': return take(m, 4, &b) ? integer(m, (int32_t)(uint32_t)le(b, 4)) : fail(m, "truncated int%s", "");
+    case 'M': return take(m, 2, &b) ? integer(m, (int64_t)sp_le_uint(b, 2)) : fail(m, "truncated int%s", "");
+    case 'J': return take(m, 4, &b) ? integer(m, (int32_t)(uint32_t)sp_le_uint(b, 4)) : fail(m, "truncated int%s", "");
     case 0x8a: {
         if (!take(m, 1, &b))
             return fail(m, "truncated LONG1%s", "");
         const size_t n = b[0];
         if (n > 8 || !take(m, n, &b))
             return fail(m, "a LONG1 of more than 8 bytes or past the end%s", "");
-        uint64_t u = le(b, n);
+        uint64_t u = sp_le_uint(b, (int)n);
         if (n > 0 && n < 8 && (b[n - 1] & 0x80)) /* sign-extend */
             u |= ~(uint64_t)0 << (8 * n);
         return integer(m, (int64_t)u);
@@ -412,10 +406,10 @@ static sp_status step(vm *m, int *stop, size_t *memo_next)
             return fail(m, "SETITEMS without MARK%s", "");
         return set_items(m, m->marks[--m->n_marks]);
     case 'q': return take(m, 1, &b) ? memo_put(m, b[0]) : fail(m, "truncated BINPUT%s", "");
-    case 'r': return take(m, 4, &b) ? memo_put(m, le(b, 4)) : fail(m, "truncated LONG_BINPUT%s", "");
+    case 'r': return take(m, 4, &b) ? memo_put(m, sp_le_uint(b, 4)) : fail(m, "truncated LONG_BINPUT%s", "");
     case 0x94: return memo_put(m, (*memo_next)++);
     case 'h': return take(m, 1, &b) ? memo_get(m, b[0]) : fail(m, "truncated BINGET%s", "");
-    case 'j': return take(m, 4, &b) ? memo_get(m, le(b, 4)) : fail(m, "truncated LONG_BINGET%s", "");
+    case 'j': return take(m, 4, &b) ? memo_get(m, sp_le_uint(b, 4)) : fail(m, "truncated LONG_BINGET%s", "");
     case 'c':
         SP_TRY(line(m, module, sizeof module));
         SP_TRY(line(m, name, sizeof name));

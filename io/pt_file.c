@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/half.h"
+#include "io/le.h"
 
 /* One stored entry of the archive. */
 typedef struct {
@@ -23,14 +24,6 @@ struct sp_pt_file {
     char prefix[256]; /* the archive's top directory, "<name>/" */
 };
 
-static uint64_t rd(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static sp_status bad(const sp_pt_file *f, const char *what)
 {
     return sp_error(SP_ERR_INPUT, "%s: %s", f->path, what);
@@ -45,24 +38,24 @@ static sp_status find_directory(const sp_pt_file *f, uint64_t *offset, uint64_t 
     if (n < 22)
         return bad(f, "not a PyTorch checkpoint (too short for a ZIP archive)");
     size_t at = n - 22, lowest = n > 22 + 65535 ? n - 22 - 65535 : 0;
-    while (rd(p + at, 4) != 0x06054b50) {
+    while (sp_le_uint(p + at, 4) != 0x06054b50) {
         if (at == lowest)
             return bad(f, "not a PyTorch checkpoint of torch 1.6 or later (no ZIP directory; the legacy format is not "
                           "read)");
         at--;
     }
-    *count = rd(p + at + 10, 2);
-    *size = rd(p + at + 12, 4);
-    *offset = rd(p + at + 16, 4);
+    *count = sp_le_uint(p + at + 10, 2);
+    *size = sp_le_uint(p + at + 12, 4);
+    *offset = sp_le_uint(p + at + 16, 4);
     if (*offset == 0xFFFFFFFFu || *count == 0xFFFF) { /* ZIP64: the locator sits just before */
-        if (at < 20 || rd(p + at - 20, 4) != 0x07064b50)
+        if (at < 20 || sp_le_uint(p + at - 20, 4) != 0x07064b50)
             return bad(f, "a ZIP64 archive without its locator");
-        const uint64_t rec = rd(p + at - 20 + 8, 8);
-        if (n < 56 || rec > n - 56 || rd(p + rec, 4) != 0x06064b50)
+        const uint64_t rec = sp_le_uint(p + at - 20 + 8, 8);
+        if (n < 56 || rec > n - 56 || sp_le_uint(p + rec, 4) != 0x06064b50)
             return bad(f, "a ZIP64 archive whose end record is missing");
-        *count = rd(p + rec + 32, 8);
-        *size = rd(p + rec + 40, 8);
-        *offset = rd(p + rec + 48, 8);
+        *count = sp_le_uint(p + rec + 32, 8);
+        *size = sp_le_uint(p + rec + 40, 8);
+        *offset = sp_le_uint(p + rec + 48, 8);
     }
     if (*offset > n || *size > n - *offset || *count > *size / 46)
         return bad(f, "a ZIP directory that lies outside the file");
@@ -73,7 +66,7 @@ static sp_status find_directory(const sp_pt_file *f, uint64_t *offset, uint64_t 
 static int zip64_fields(const unsigned char *extra, size_t len, uint64_t *usize, uint64_t *csize, uint64_t *local)
 {
     for (size_t at = 0; at + 4 <= len;) {
-        const uint64_t id = rd(extra + at, 2), n = rd(extra + at + 2, 2);
+        const uint64_t id = sp_le_uint(extra + at, 2), n = sp_le_uint(extra + at + 2, 2);
         if (n > len - at - 4)
             return 0;
         if (id == 1) {
@@ -84,7 +77,7 @@ static int zip64_fields(const unsigned char *extra, size_t len, uint64_t *usize,
                 if (*fields[k] == 0xFFFFFFFFu) {
                     if (used + 8 > n)
                         return 0;
-                    *fields[k] = rd(q + used, 8);
+                    *fields[k] = sp_le_uint(q + used, 8);
                     used += 8;
                 }
             return 1;
@@ -104,11 +97,11 @@ static sp_status read_directory(sp_pt_file *f)
         return sp_error(SP_ERR_NOMEM, "%s: out of memory", f->path);
     const unsigned char *q = p + offset;
     for (uint64_t i = 0; i < count; i++) {
-        if (end - q < 46 || rd(q, 4) != 0x02014b50)
+        if (end - q < 46 || sp_le_uint(q, 4) != 0x02014b50)
             return bad(f, "a ZIP directory entry is cut short or malformed");
-        const uint64_t method = rd(q + 10, 2), name_len = rd(q + 28, 2), extra_len = rd(q + 30, 2),
-                       comment_len = rd(q + 32, 2);
-        uint64_t csize = rd(q + 20, 4), usize = rd(q + 24, 4), local = rd(q + 42, 4);
+        const uint64_t method = sp_le_uint(q + 10, 2), name_len = sp_le_uint(q + 28, 2), extra_len = sp_le_uint(q + 30, 2),
+                       comment_len = sp_le_uint(q + 32, 2);
+        uint64_t csize = sp_le_uint(q + 20, 4), usize = sp_le_uint(q + 24, 4), local = sp_le_uint(q + 42, 4);
         if ((uint64_t)(end - q) < 46 + name_len + extra_len + comment_len)
             return bad(f, "a ZIP directory entry runs past the directory");
         if (!zip64_fields(q + 46 + name_len, extra_len, &usize, &csize, &local))
@@ -120,9 +113,9 @@ static sp_status read_directory(sp_pt_file *f)
         e->name[name_len] = '\0';
         if (method != 0 || csize != usize)
             return bad(f, "a compressed ZIP entry (torch.save stores its entries uncompressed)");
-        if (f->map.size < 30 || local > f->map.size - 30 || rd(p + local, 4) != 0x04034b50)
+        if (f->map.size < 30 || local > f->map.size - 30 || sp_le_uint(p + local, 4) != 0x04034b50)
             return bad(f, "a ZIP entry whose local header is missing");
-        const uint64_t data = local + 30 + rd(p + local + 26, 2) + rd(p + local + 28, 2);
+        const uint64_t data = local + 30 + sp_le_uint(p + local + 26, 2) + sp_le_uint(p + local + 28, 2);
         if (data > f->map.size || usize > f->map.size - data)
             return bad(f, "a ZIP entry's data lies outside the file");
         e->data = p + data;
@@ -229,11 +222,11 @@ const sp_pk_value *sp_pt_root(const sp_pt_file *f) { return f->root; }
 static double element(const unsigned char *p, sp_pk_dtype d)
 {
     switch (d) {
-    case SP_PK_F32: return sp_float_from_bits((uint32_t)rd(p, 4));
-    case SP_PK_F16: return sp_half_to_float((uint16_t)rd(p, 2));
-    case SP_PK_BF16: return sp_bf16_to_float((uint16_t)rd(p, 2));
+    case SP_PK_F32: return sp_float_from_bits((uint32_t)sp_le_uint(p, 4));
+    case SP_PK_F16: return sp_half_to_float((uint16_t)sp_le_uint(p, 2));
+    case SP_PK_BF16: return sp_bf16_to_float((uint16_t)sp_le_uint(p, 2));
     default: {
-        const uint64_t bits = rd(p, 8);
+        const uint64_t bits = sp_le_uint(p, 8);
         double v;
         memcpy(&v, &bits, sizeof v);
         return v;
