@@ -135,6 +135,14 @@ static const zip_entry *entry(const sp_pt_file *f, const char *prefix, const cha
     return NULL;
 }
 
+/* The entry holding a tensor's storage, NULL when the archive has none. */
+static const zip_entry *storage_entry(const sp_pt_file *f, const sp_pk_value *t)
+{
+    char name[300];
+    snprintf(name, sizeof name, "data/%s", t->storage->str);
+    return entry(f, f->prefix, name);
+}
+
 size_t sp_pt_numel(const sp_pk_value *t)
 {
     size_t n = 1;
@@ -150,9 +158,7 @@ static sp_status check_tensors(const sp_pt_file *f)
         const sp_pk_value *t = f->tree.nodes[i];
         if (t->kind != SP_PK_TENSOR)
             continue;
-        char name[300];
-        snprintf(name, sizeof name, "data/%s", t->storage->str);
-        const zip_entry *e = entry(f, f->prefix, name);
+        const zip_entry *e = storage_entry(f, t);
         const uint64_t elem = sp_pk_dtype_size(t->dtype);
         if (!e || e->size / elem < (uint64_t)t->storage->i)
             return bad(f, "a tensor's storage is missing or shorter than it says");
@@ -239,9 +245,7 @@ sp_status sp_pt_read_f64(const sp_pt_file *f, const sp_pk_value *t, double *out)
     if (t->dtype != SP_PK_F32 && t->dtype != SP_PK_F16 && t->dtype != SP_PK_BF16 && t->dtype != SP_PK_F64)
         return sp_error(SP_ERR_INPUT, "%s: a %s tensor where a floating-point one was expected", f->path,
                         sp_pk_dtype_name(t->dtype));
-    char name[300];
-    snprintf(name, sizeof name, "data/%s", t->storage->str);
-    const unsigned char *base = entry(f, f->prefix, name)->data; /* checked at open */
+    const unsigned char *base = storage_entry(f, t)->data; /* checked at open */
     const size_t n = sp_pt_numel(t), elem = sp_pk_dtype_size(t->dtype);
     int64_t index[SP_PK_MAX_RANK] = {0};
     for (size_t i = 0; i < n; i++) {

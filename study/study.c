@@ -198,7 +198,6 @@ typedef struct {
     double *cost;               /* [cap] FLOPs each distinct run had left when this invocation began it */
     int n_done;
     int jobs, threads_per_job;  /* runs at a time (workers when > 1) and OpenMP threads each */
-    char tag[256];
 } study_state;
 
 /* FLOP/s of the whole study: each run's measured rate, times the runs at a time. */
@@ -216,25 +215,29 @@ static sp_status best_lr(void *ctx, const char *variant, const char *init, char 
 {
     (void)init; /* a sweep at one init stands for the variant (the init claims compare at its best lr) */
     const study_state *s = ctx;
-    double best = INFINITY;
+    double best = INFINITY, *val = malloc((s->n > 0 ? (size_t)s->n : 1) * sizeof *val);
+    if (!val)
+        return sp_error(SP_ERR_NOMEM, "study: out of memory");
+    for (int i = 0; i < s->n; i++) /* each candidate's log read once: NaN for every other run */
+        if (strcmp(s->runs[i].variant, variant) != 0 || s->diverged[i] || !in_sweep(s, i) ||
+            sp_study_final_val_loss(s->dirs[i], &val[i]) != SP_OK)
+            val[i] = NAN;
     for (int i = 0; i < s->n; i++) {
-        if (strcmp(s->runs[i].variant, variant) != 0 || s->diverged[i] || !in_sweep(s, i))
+        if (!isfinite(val[i]))
             continue;
         double sum = 0;
         int count = 0;
-        for (int j = 0; j < s->n; j++) {
-            double v;
-            if (strcmp(s->runs[j].variant, variant) == 0 && strcmp(s->runs[j].lr, s->runs[i].lr) == 0 &&
-                in_sweep(s, j) && !s->diverged[j] && sp_study_final_val_loss(s->dirs[j], &v) == SP_OK) {
-                sum += v;
+        for (int j = 0; j < s->n; j++)
+            if (isfinite(val[j]) && strcmp(s->runs[j].lr, s->runs[i].lr) == 0) {
+                sum += val[j];
                 count++;
             }
-        }
-        if (count && sum / count < best) {
+        if (sum / count < best) {
             best = sum / count;
             snprintf(lr, len, "%s", s->runs[i].lr);
         }
     }
+    free(val);
     sp_error_clear();
     if (!isfinite(best))
         return sp_error(SP_ERR_INPUT, "study preset %s: no earlier run of %s finished without diverging, so it has no "
@@ -277,16 +280,17 @@ static sp_status add_run(study_state *s, const sp_study_run_spec *r)
 static sp_status begin_run(study_state *s, const sp_study_run_spec *r, int k, int *index, int *fresh)
 {
     *fresh = 0;
-    snprintf(s->tag, sizeof s->tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
+    char tag[256];
+    snprintf(tag, sizeof tag, "run %d/%d %s", k + 1, s->n_planned, r->name);
     if ((*index = find_run(s, r->name)) >= 0) {
-        printf("study: %s: the same run as an earlier group's (reused)\n", s->tag);
+        printf("study: %s: the same run as an earlier group's (reused)\n", tag);
         s->n_done++;
         return SP_OK;
     }
     SP_TRY(add_run(s, r));
     *index = s->n - 1;
     *fresh = 1;
-    s->tags[*index] = strdup(s->tag);
+    s->tags[*index] = strdup(tag);
     s->cost[*index] = share_left(s->dirs[*index], r, NULL) * run_cost(r, &s->aopt);
     return s->tags[*index] ? SP_OK : sp_error(SP_ERR_NOMEM, "study: out of memory");
 }

@@ -116,31 +116,28 @@ typedef struct {
     int n_seeds, n_done;
 } lr_stats;
 
-/* Over the runs of run i's model and learning rate: the final validation losses of those that ran to the end. */
-static lr_stats stats_of(int n_runs, const sp_study_run_spec *runs, const char *const *dirs, const int *diverged,
-                         int i)
+/* Over the runs of run i's model and learning rate: the final validation losses (val[], NaN for a run
+ * that diverged or has none) of those that ran to the end. */
+static lr_stats stats_of(int n_runs, const sp_study_run_spec *runs, const double *val, int i)
 {
     lr_stats st = {0, INFINITY, -INFINITY, 0, 0};
     for (int j = 0; j < n_runs; j++) {
         if (!same_model(&runs[i], &runs[j]) || strcmp(runs[i].lr, runs[j].lr) != 0)
             continue;
         st.n_seeds++;
-        double v;
-        if (!diverged[j] && sp_study_final_val_loss(dirs[j], &v) == SP_OK) {
-            st.mean += v;
-            st.min = fmin(st.min, v);
-            st.max = fmax(st.max, v);
+        if (isfinite(val[j])) {
+            st.mean += val[j];
+            st.min = fmin(st.min, val[j]);
+            st.max = fmax(st.max, val[j]);
             st.n_done++;
         }
-        sp_error_clear();
     }
     st.mean = st.n_done ? st.mean / st.n_done : NAN;
     return st;
 }
 
 /* The learning-rate table: one row per model and learning rate (its first run stands for its seeds). */
-static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_spec *runs, const char *const *dirs,
-                     const int *diverged)
+static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_spec *runs, const double *val)
 {
     sp_text_printf(md, "\n## Learning rates and seeds\n\nFinal validation loss (nats/token) of each model at each "
                        "learning rate over its seeds: mean, min and max of the runs that did not diverge. `best`: the "
@@ -150,7 +147,7 @@ static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_s
     sp_text_printf(csv, "variant,n_layers,init,lr,seeds,diverged,val_loss_mean,val_loss_min,val_loss_max,best\n");
     for (int i = 0; i < n_runs; i++) {
         int first = 1, n_lrs = 0, best = 1;
-        const lr_stats st = stats_of(n_runs, runs, dirs, diverged, i);
+        const lr_stats st = stats_of(n_runs, runs, val, i);
         for (int j = 0; j < n_runs; j++) {
             if (!same_model(&runs[i], &runs[j]))
                 continue;
@@ -162,7 +159,7 @@ static void lr_table(sp_text *md, sp_text *csv, int n_runs, const sp_study_run_s
             if (earlier_lr)
                 continue;
             n_lrs++;
-            const lr_stats other = stats_of(n_runs, runs, dirs, diverged, j);
+            const lr_stats other = stats_of(n_runs, runs, val, j);
             if (!same_lr && isfinite(other.mean) && !(st.mean < other.mean))
                 best = 0;
         }
@@ -203,7 +200,14 @@ sp_status sp_study_write_summary(const char *out, const char *preset, int n_runs
     sp_text_printf(&csv, "\n");
     for (int i = 0; i < n_runs; i++)
         run_row(&md, &csv, &runs[i], dirs[i], diverged[i]);
-    lr_table(&md, &lr_csv, n_runs, runs, dirs, diverged);
+    double *val = malloc((n_runs > 0 ? (size_t)n_runs : 1) * sizeof *val); /* each run's log read once */
+    for (int i = 0; val && i < n_runs; i++)
+        if (diverged[i] || sp_study_final_val_loss(dirs[i], &val[i]) != SP_OK)
+            val[i] = NAN;
+    sp_error_clear();
+    if (val)
+        lr_table(&md, &lr_csv, n_runs, runs, val);
+    free(val);
     sp_study_bound_table(&md, &bound_csv, n_runs, runs, dirs, diverged);
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.md", out);
