@@ -453,6 +453,34 @@ static void test_resume_after_sigkill_is_bit_identical(void **state)
     unlink(text);
 }
 
+/* A kill between the last checkpoint's commit and the pruning of an old one leaves one checkpoint
+ * too many; resuming the finished run removes it. */
+static void test_finished_resume_prunes_leftover(void **state)
+{
+    (void)state;
+    if (!getenv("SPANPROBE_BIN"))
+        skip();
+    char text[4096], dir[4096];
+    train_write_text("prune.txt", 6000, text, sizeof text);
+    scratch_path(dir, sizeof dir, "run_prune");
+    const char *args[] = {"train", TINY_RUN_ARGS, "--data", text, "--steps", "4", "--ckpt-every", "2",
+                          "--keep", "1", "--out", dir, NULL};
+    cli_expect_exit(0, args, NULL, NULL);
+    char last[8192], leftover[8192];
+    snprintf(last, sizeof last, "%s/ckpt_00000004.h5", dir);
+    snprintf(leftover, sizeof leftover, "%s/ckpt_00000002.h5", dir);
+    assert_false(scratch_file_exists(leftover));
+    assert_int_equal(link(last, leftover), 0); /* what the kill left: an old checkpoint, unpruned */
+    char *err = NULL;
+    cli_expect_exit(0, (const char *[]){"train", "--resume", dir, NULL}, NULL, &err);
+    assert_non_null(strstr(err, "nothing to do"));
+    free(err);
+    assert_false(scratch_file_exists(leftover));
+    assert_true(scratch_file_exists(last));
+    assert_int_equal(tree_remove(dir), 0);
+    unlink(text);
+}
+
 static void test_divergence_is_a_recorded_result(void **state)
 {
     (void)state;
@@ -577,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_options_resolve),
         cmocka_unit_test(test_trainlog_round_trip),
         cmocka_unit_test(test_resume_after_sigkill_is_bit_identical),
+        cmocka_unit_test(test_finished_resume_prunes_leftover),
         cmocka_unit_test(test_divergence_is_a_recorded_result),
         cmocka_unit_test(test_config_file_reaches_the_checkpoint),
         cmocka_unit_test(test_bad_options_fail_with_one_line),

@@ -690,12 +690,14 @@ sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const 
         take_back(&r);
     if (r.tty && st != SP_ERR_DIVERGED)
         fputc('\n', stderr);
-    if (st == SP_OK) {
-        if (r.step_start == r.opt.steps)
-            fprintf(stderr, "spanprobe train: %s is already at step %lld of %lld: nothing to do\n", out_dir,
-                    (long long)r.step, (long long)r.opt.steps);
-        print_summary(&r);
+    if (st == SP_OK && r.step_start == r.opt.steps) {
+        fprintf(stderr, "spanprobe train: %s is already at step %lld of %lld: nothing to do\n", out_dir,
+                (long long)r.step, (long long)r.opt.steps);
+        /* a kill between the last checkpoint's commit and its pruning left one old checkpoint too many */
+        st = prune_checkpoints(r.dir, r.opt.keep);
     }
+    if (st == SP_OK)
+        print_summary(&r);
     teardown(&r);
     return st;
 }
