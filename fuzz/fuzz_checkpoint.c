@@ -7,7 +7,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = fuzz_h5_file(data, size);
+    const char *path = FUZZ_H5_INPUT(data, size);
     sp_ckpt_meta meta;
     sp_ckpt_meta_init(&meta);
     if (sp_ckpt_read_meta(path, &meta) == SP_OK) {

@@ -35,7 +35,7 @@ static void read_arrays(sp_dump *d)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sp_dump *d = NULL;
-    if (sp_dump_open(fuzz_h5_file(data, size), &d) == SP_OK) {
+    if (sp_dump_open(FUZZ_H5_INPUT(data, size), &d) == SP_OK) {
         read_arrays(d);
         sp_dump_close(d);
     }

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fuzz_temp_file("in.json", data + n, size - n); /* the summary path of in.h5 */
     sp_report_reader *r = NULL;
-    if (sp_report_open(fuzz_h5_file(data, n), &r) == SP_OK) {
+    if (sp_report_open(FUZZ_H5_INPUT(data, n), &r) == SP_OK) {
         read_report(r);
         sp_report_close(r);
     }

@@ -5,7 +5,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sp_trainlog log;
-    if (sp_trainlog_read(fuzz_h5_file(data, size), &log) == SP_OK)
+    if (sp_trainlog_read(FUZZ_H5_INPUT(data, size), &log) == SP_OK)
         sp_trainlog_free(&log);
     fuzz_h5_done();
     return 0;

@@ -5,8 +5,9 @@
 # d_model 8) trained 4 steps on a few lines of text: fresh checkpoints of two variants, a trained
 # one (AdamW state, /train), one imported from llama2.c (a vocab tokenizer), dumps with and without
 # the optional arrays, reports with their summaries (joined as fuzz_report.c reads them), a
-# training log. llama2.c files are written here (the layout of io/llama2c.h); the JSON, safetensors
-# and GGUF seeds are small fixtures (fixtures/) and hand-written files.
+# training log; for the `_tree` harnesses, each of them described as records. llama2.c files are
+# written here (the layout of io/llama2c.h); the JSON, safetensors and GGUF seeds are small
+# fixtures (fixtures/) and hand-written files.
 set -eu
 bin=$1
 out=$2
@@ -38,9 +39,19 @@ cp "$work/run/trainlog.h5" "$out/trainlog/trainlog.h5"
 "$bin" analyze "$out/checkpoint/trained-pre.h5" --data "$work/text.txt" --n-tokens 64 --seq 8 --device cpu \
     --quiet --out "$work/ckpt-report.h5" >/dev/null 2>&1
 "$bin" analyze "$out/dump/siamese.h5" --quiet --device cpu --out "$work/dump-report.h5" >/dev/null 2>&1
-for r in ckpt-report dump-report; do
+join_report() {
     python3 -c 'import os, struct, sys; h5 = open(sys.argv[1], "rb").read(); js = open(sys.argv[2], "rb").read()
-sys.stdout.buffer.write(struct.pack("<I", len(h5)) + h5 + js)' "$work/$r.h5" "$work/$r.json" >"$out/report/$r.bin"
+sys.stdout.buffer.write(struct.pack("<I", len(h5)) + h5 + js)' "$1" "$2"
+}
+# the `_tree` harnesses' seeds are the HDF5 seeds described as records (fuzz/h5_tree.h) by a built
+# tree harness: $FUZZ_BUILD/fuzz/fuzz_checkpoint_tree (`make fuzz` builds it; any tree harness
+# describes any HDF5 file)
+describe() { FUZZ_H5_DESCRIBE="$1" "${FUZZ_BUILD:-build-fuzz}/fuzz/fuzz_checkpoint_tree" "$2"; }
+mkdir -p "$work/tree" "$out/report_tree"
+for r in ckpt-report dump-report; do
+    join_report "$work/$r.h5" "$work/$r.json" >"$out/report/$r.bin"
+    describe "$work/tree" "$work/$r.h5"
+    join_report "$work/tree/$r.h5" "$work/$r.json" >"$out/report_tree/$r.bin"
 done
 cp fixtures/dump_recipe/llama.h5 "$out/dump/h5py-recipe.h5"
 
@@ -107,3 +118,12 @@ for f in meta v2 align64 f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5
 done
 for t in gpt2 llama2 gemma; do cp "fixtures/gguf_tokenizers/$t.gguf" "$out/gguf/"; done
 for m in hf-llama-mqa-tied-f32 hf-gpt_neox-parallel-f32; do cp "fixtures/gguf_models/$m.gguf" "$out/gguf_model/"; done
+mkdir -p "$out/pt"
+for p in state ckpt evil_popen; do cp "fixtures/pt/$p.pt" "$out/pt/"; done
+for h in checkpoint dump trainlog; do
+    mkdir -p "$out/${h}_tree"
+    for f in "$out/$h"/*.h5; do
+        describe "$work/tree" "$f"
+        mv "$work/tree/$(basename "$f")" "$out/${h}_tree/$(basename "$f" .h5).tree"
+    done
+done

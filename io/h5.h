@@ -37,6 +37,10 @@ sp_status sp_h5_open(const char *path, hid_t *file);
 sp_status sp_h5_vet(const char *path);
 /* The child's time limit in seconds (0: 30 s plus 1 s per 32 MiB of file); tests shorten it. */
 void sp_h5_set_vet_seconds(double seconds);
+/* Vets in this process instead (on: 1). Only for files libhdf5 itself has just written, whose
+ * metadata there is nothing to contain: the fuzz harnesses that build their files (fuzz/h5_tree.h)
+ * use it to run without a fork per input. */
+void sp_h5_set_vet_in_process(int on);
 /* Reads the root "format" and "format_version" attributes. */
 sp_status sp_h5_read_format(hid_t file, char *format, size_t len, int *major, int *minor);
 /* Checks the format name and that the file's major version is not newer; *minor may be NULL. */

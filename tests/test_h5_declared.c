@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "io/h5.h"
 #include "support/cli_expect.h"
 #include "support/h5_edit.h"
 #include "support/scratch.h"
@@ -101,6 +102,14 @@ static void test_unwritten_data_is_refused(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect(3, cases[i], "but the file holds 0 for it");
     assert_false(scratch_file_exists(report));
+    /* the same verdict from the vetting in this process (the fuzz harnesses' way), and the
+     * untouched checkpoint passes it */
+    sp_h5_set_vet_in_process(1);
+    assert_int_equal(sp_h5_vet(beside), SP_ERR_INPUT);
+    assert_non_null(strstr(sp_error_message(), "but the file holds 0 for it"));
+    sp_error_clear();
+    assert_int_equal(sp_h5_vet(f->ckpt), SP_OK);
+    sp_h5_set_vet_in_process(0);
 }
 
 static void test_compression_bomb_within_budget_only(void **state)
