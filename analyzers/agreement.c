@@ -71,6 +71,8 @@ const sp_tolerance sp_tolerances[] = {
     KEY_ABS("similarity", "*", 1e-4, 0, WHY_COS),
     /* cka */
     KEY("cka", "tokens", 0, 0, WHY_EXACT),
+    KEY_NOT("cka", "passes", "how many passes the layer pairs took (--max-memory-gib, --cka-pairs-per-pass), not a "
+                             "measurement: the values are the same"),
     ARR("cka", "hsic*", 1e-4, 1e-4, "HSIC from fp32 cross-product moments (~1e-6 of the largest), in activation^4"),
     ARR_ABS("cka", "cka*", 1e-4, 0, "CKA in [0, 1] from the same moments: absolute, as for cosines"),
     KEY_ABS("cka", "*", 1e-4, 0, "CKA in [0, 1] from the same moments: absolute, as for cosines"),

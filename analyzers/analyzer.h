@@ -38,6 +38,8 @@ typedef struct {
     int center;         /* cosine: subtract each layer's mean vector */
     int last_token;     /* cosine: last token of each sequence only */
     int cka_debiased;   /* CKA: debiased HSIC estimator */
+    int cka_pairs_per_pass; /* CKA: layer pairs accumulated per pass (0: as many as a quarter of
+                               max_memory_gib holds); more pairs take more passes */
     int grad_batches;   /* batches for gradient norms */
     int prune_batches;  /* batches for pruning sensitivity */
     int prune_seqs;     /* sequences for pruning sensitivity instead (0: prune_batches batches) */

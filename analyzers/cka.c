@@ -18,8 +18,12 @@
  * of the rows, so it is computed on the same shifted rows as the rest (analyzers/moments.h).
  *
  * The cross-product totals stay in fp64 in backend memory until finish(), which downloads them one
- * pair at a time (d^2 doubles: 4.7 MB at d = 768, n_h (n_h + 1) / 2 of them per stream, 430 MB for
- * 13 layer outputs, and one d x d sp_real scratch that every pair's gemm shares) and does the rest on the host; each pair's accumulator is freed once read. */
+ * pair at a time and does the rest on the host; each pair's accumulator is freed once read. A pair
+ * costs d^2 doubles (4.7 MB at d = 768) and there are n_h (n_h + 1) / 2 of them per stream (430 MB
+ * for 13 layer outputs, 16 GB for 25 at d = 2048), so one pass holds only as many as fit in a quarter
+ * of --max-memory-gib (or --cka-pairs-per-pass); finish() replays the evaluation set for the rest,
+ * a pass per group of pairs, in the same order of batches and gemms: the result is bit-identical
+ * to one pass holding them all, and memory is bounded whatever the depth and width. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +35,19 @@
 #define NAME "cka"
 
 typedef struct {
+    int k, i, j; /* stream, layers i <= j */
+} cka_pair;
+
+typedef struct {
     int n_h, n_streams, d, max_rows, debiased;
+    cka_pair *order;        /* [n_pairs]: every stream's pairs in finish order, (i, i) before i < j */
+    int n_pairs, per_pass;  /* pairs accumulated in one pass over the evaluation set */
+    int first, end;         /* this pass's pairs: order[first .. end) */
     sp_rowops ro;
     sp_real **shifted;      /* [n_h] backend [max_rows, d]: shifted rows of the current stream */
     sp_real *product;       /* backend [d, d]: one batch's cross-product, lent to every pair */
     sp_mom_cols *cols;      /* [n_streams * n_h] */
-    sp_mom_cross *cross;    /* [n_streams * n_h * n_h], pairs i <= j initialized */
+    sp_mom_cross *cross;    /* [n_streams * n_h * n_h], this pass's pairs initialized */
     /* debiased only */
     double *norms;          /* host [max_rows * n_h]: n_l[a], row-major [a, l] */
     sp_real *norms_host;    /* host staging of norms as sp_real */
@@ -67,6 +78,7 @@ static void cka_free(void *state)
     sp_rowops_free(&s->ro);
     free(s->cols);
     free(s->cross);
+    free(s->order);
     free(s->norms);
     free(s->norms_host);
     free(s->xn_host);
@@ -89,6 +101,47 @@ static sp_status alloc_debiased(const sp_analysis *a, cka_state *s)
                                                                                                      : SP_ERR_NOMEM;
 }
 
+/* Pairs whose fp64 totals (d^2 8 bytes each) one pass holds: --cka-pairs-per-pass, or as many as
+ * fit in a quarter of --max-memory-gib (a pass's activations take at most half of it). */
+static int pairs_per_pass(const sp_analysis *a, int d, int n_pairs)
+{
+    double n = (double)a->opts->cka_pairs_per_pass;
+    if (n <= 0)
+        n = floor(a->opts->max_memory_gib * 1073741824.0 / 4 / ((double)d * d * 8));
+    return n < 1 ? 1 : n > n_pairs ? n_pairs : (int)n;
+}
+
+/* Makes the accumulators of the pass that starts at order[first]. */
+static sp_status start_pass(const sp_analysis *a, cka_state *s, int first)
+{
+    s->first = first;
+    s->end = first + s->per_pass < s->n_pairs ? first + s->per_pass : s->n_pairs;
+    for (int p = first; p < s->end; p++) {
+        const cka_pair *o = &s->order[p];
+        SP_TRY(sp_mom_cross_init(pair(s, o->k, o->i, o->j), a->be, s->d, s->d, s->product));
+    }
+    return SP_OK;
+}
+
+static sp_status plan_pairs(const sp_analysis *a, cka_state *s)
+{
+    const int n_h = s->n_h;
+    s->n_pairs = s->n_streams * n_h * (n_h + 1) / 2;
+    s->order = sp_malloc((size_t)s->n_pairs * sizeof *s->order, "cka pairs");
+    if (!s->order)
+        return SP_ERR_NOMEM;
+    int n = 0;
+    for (int k = 0; k < s->n_streams; k++) {
+        for (int i = 0; i < n_h; i++)
+            s->order[n++] = (cka_pair){k, i, i};
+        for (int i = 0; i < n_h; i++)
+            for (int j = i + 1; j < n_h; j++)
+                s->order[n++] = (cka_pair){k, i, j};
+    }
+    s->per_pass = pairs_per_pass(a, s->d, s->n_pairs);
+    return start_pass(a, s, 0);
+}
+
 static sp_status cka_begin(const sp_analysis *a, void **state)
 {
     cka_state *s = sp_calloc(1, sizeof *s, "cka state");
@@ -107,12 +160,9 @@ static sp_status cka_begin(const sp_analysis *a, void **state)
     s->cross = sp_calloc((size_t)s->n_streams * s->n_h * s->n_h, sizeof *s->cross, "cka cross-products");
     if (!s->shifted || !s->product || !s->cols || !s->cross)
         return SP_ERR_NOMEM;
-    for (int k = 0; k < s->n_streams; k++)
-        for (int i = 0; i < s->n_h; i++) {
-            SP_TRY(sp_mom_cols_init(&s->cols[k * s->n_h + i], &s->ro, s->d));
-            for (int j = i; j < s->n_h; j++)
-                SP_TRY(sp_mom_cross_init(pair(s, k, i, j), a->be, s->d, s->d, s->product));
-        }
+    for (int i = 0; i < s->n_streams * s->n_h; i++)
+        SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, s->d));
+    SP_TRY(plan_pairs(a, s));
     return s->debiased ? alloc_debiased(a, s) : SP_OK;
 }
 
@@ -151,6 +201,17 @@ static sp_status add_norm_sums(const sp_analysis *a, cka_state *s, int k, int ro
     return SP_OK;
 }
 
+/* Adds this pass's pairs of stream k, whose shifted rows are in s->shifted. */
+static sp_status add_pairs(cka_state *s, int k, int rows)
+{
+    for (int p = s->first; p < s->end; p++) {
+        const cka_pair *o = &s->order[p];
+        if (o->k == k)
+            SP_TRY(sp_mom_cross_add(pair(s, k, o->i, o->j), s->shifted[o->i], s->shifted[o->j], rows));
+    }
+    return SP_OK;
+}
+
 static sp_status cka_consume(const sp_analysis *a, void *state, const sp_act_batch *b)
 {
     cka_state *s = state;
@@ -158,11 +219,23 @@ static sp_status cka_consume(const sp_analysis *a, void *state, const sp_act_bat
     for (int k = 0; k < s->n_streams; k++) {
         for (int i = 0; i < s->n_h; i++)
             SP_TRY(sp_mom_cols_add(&s->cols[k * s->n_h + i], sp_batch_hidden(b, i, k), rows, s->shifted[i]));
-        for (int i = 0; i < s->n_h; i++)
-            for (int j = i; j < s->n_h; j++)
-                SP_TRY(sp_mom_cross_add(pair(s, k, i, j), s->shifted[i], s->shifted[j], rows));
+        SP_TRY(add_pairs(s, k, rows));
         if (s->debiased)
             SP_TRY(add_norm_sums(a, s, k, rows));
+    }
+    return SP_OK;
+}
+
+/* A later pass: the same shifted rows, now for the next group of pairs only. */
+static sp_status replay_batch(const sp_analysis *a, void *state, const sp_act_batch *b)
+{
+    (void)a;
+    cka_state *s = state;
+    const int rows = sp_batch_rows(b);
+    for (int k = s->order[s->first].k; k <= s->order[s->end - 1].k; k++) {
+        for (int i = 0; i < s->n_h; i++)
+            sp_mom_cols_shift(&s->cols[k * s->n_h + i], sp_batch_hidden(b, i, k), rows, s->shifted[i]);
+        SP_TRY(add_pairs(s, k, rows));
     }
     return SP_OK;
 }
@@ -248,67 +321,87 @@ static sp_status write_matrices(const sp_analysis *a, int k, int n_h, const doub
 
 /* Host scratch of finish(). */
 typedef struct {
-    double *hsic, *hsic_u, *cka; /* [n_h, n_h] */
+    double *hsic, *hsic_u;       /* [n_streams][n_h, n_h] */
+    double *trace;               /* [n_streams][n_h]: sum_a n_l[a] */
+    double *cka;                 /* [n_h, n_h] */
     double *total, *cov;         /* [d, d] */
-    double *trace;               /* [n_h]: sum_a n_l[a] */
     double *tmp;                 /* [2 d] */
 } cka_scratch;
 
-/* Both HSIC estimates of layers i <= j of stream k from their totals, read back from the backend;
- * the pair's accumulator is freed afterwards. Needs the traces of i and j (diagonal pairs first). */
-static sp_status pair_hsic(cka_state *s, int k, int i, int j, const cka_scratch *w)
+/* Both HSIC estimates of one pair from its totals, read back from the backend; the pair's
+ * accumulator is freed afterwards. Needs the traces of i and j (diagonal pairs first). */
+static void pair_hsic(cka_state *s, const cka_pair *o, const cka_scratch *w)
 {
-    const int n_h = s->n_h, d = s->d;
+    const int n_h = s->n_h, d = s->d, k = o->k, i = o->i, j = o->j;
+    double *hsic = w->hsic + (size_t)k * n_h * n_h, *hsic_u = w->hsic_u + (size_t)k * n_h * n_h;
+    double *trace = w->trace + (size_t)k * n_h;
     sp_mom_cross *x = pair(s, k, i, j);
     sp_mom_cross_download(x, w->total);
     sp_mom_cross_free(x);
     if (i == j) {
-        w->trace[i] = 0;
+        trace[i] = 0;
         for (int e = 0; e < d; e++)
-            w->trace[i] += w->total[(size_t)e * d + e];
+            trace[i] += w->total[(size_t)e * d + e];
     }
-    w->hsic[i * n_h + j] = w->hsic[j * n_h + i] =
-        sp_mom_hsic(w->total, &s->cols[k * n_h + i], &s->cols[k * n_h + j], w->cov);
+    hsic[i * n_h + j] = hsic[j * n_h + i] = sp_mom_hsic(w->total, &s->cols[k * n_h + i], &s->cols[k * n_h + j], w->cov);
     if (s->debiased && s->cols[k * n_h].n >= 4)
-        w->hsic_u[i * n_h + j] = w->hsic_u[j * n_h + i] =
-            hsic_unbiased(s, k, i, j, w->total, w->trace[i], w->trace[j], w->tmp, w->tmp + d);
-    return SP_OK;
+        hsic_u[i * n_h + j] = hsic_u[j * n_h + i] =
+            hsic_unbiased(s, k, i, j, w->total, trace[i], trace[j], w->tmp, w->tmp + d);
 }
 
-static sp_status finish_stream(const sp_analysis *a, cka_state *s, int k, const cka_scratch *w)
+/* Every pair's HSIC: this pass's, then a replay of the evaluation set for each later group. */
+static sp_status all_pairs(const sp_analysis *a, cka_state *s, const cka_scratch *w)
+{
+    for (int i = 0; i < s->n_streams * s->n_h; i++)
+        SP_TRY(sp_mom_cols_flush(&s->cols[i]));
+    const int passes = (s->n_pairs + s->per_pass - 1) / s->per_pass;
+    const double pair_mib = (double)s->d * s->d * 8 / 1048576.0;
+    if (passes > 1 && !a->quiet)
+        fprintf(stderr,
+                "cka: %d layer pairs of %.3g MiB (fp64 d x d totals), %.3g GiB in all: %d passes over the evaluation "
+                "set, %d pairs (%.3g GiB) each (--cka-pairs-per-pass, or a quarter of --max-memory-gib)\n",
+                s->n_pairs, pair_mib, s->n_pairs * pair_mib / 1024, passes, s->per_pass, s->per_pass * pair_mib / 1024);
+    for (;;) {
+        for (int p = s->first; p < s->end; p++)
+            pair_hsic(s, &s->order[p], w);
+        if (s->end == s->n_pairs)
+            return SP_OK;
+        SP_TRY(start_pass(a, s, s->end));
+        SP_TRY(sp_analysis_replay(a, replay_batch, s));
+    }
+}
+
+static sp_status write_stream(const sp_analysis *a, cka_state *s, int k, const cka_scratch *w)
 {
     const int n_h = s->n_h;
-    for (int i = 0; i < n_h; i++)
-        SP_TRY(sp_mom_cols_flush(&s->cols[k * n_h + i]));
     const double n = (double)s->cols[k * n_h].n;
-    for (int i = 0; i < n_h; i++)
-        SP_TRY(pair_hsic(s, k, i, i, w));
-    for (int i = 0; i < n_h; i++)
-        for (int j = i + 1; j < n_h; j++)
-            SP_TRY(pair_hsic(s, k, i, j, w));
-    SP_TRY(write_matrices(a, k, n_h, w->hsic, w->cka, "", "biased (centered Gram matrices)"));
+    const size_t at = (size_t)k * n_h * n_h;
+    SP_TRY(write_matrices(a, k, n_h, w->hsic + at, w->cka, "", "biased (centered Gram matrices)"));
     SP_TRY(sp_out_scalar(a, NAME, "tokens", k, n));
+    SP_TRY(sp_out_scalar(a, NAME, "passes", k, (double)((s->n_pairs + s->per_pass - 1) / s->per_pass)));
     if (!s->debiased)
         return SP_OK;
     if (n < 4)
         return sp_error(SP_ERR_INPUT, "cka: the debiased estimator needs at least 4 tokens, found %.0f", n);
-    return write_matrices(a, k, n_h, w->hsic_u, w->cka, "_debiased", "unbiased (Song et al. 2012)");
+    return write_matrices(a, k, n_h, w->hsic_u + at, w->cka, "_debiased", "unbiased (Song et al. 2012)");
 }
 
 static sp_status cka_finish(const sp_analysis *a, void *state)
 {
     cka_state *s = state;
-    const size_t n_h = (size_t)s->n_h, d = (size_t)s->d;
-    double *buf = sp_malloc((3 * n_h * n_h + 2 * d * d + n_h + 2 * d) * sizeof *buf, "cka results");
+    const size_t n_h = (size_t)s->n_h, d = (size_t)s->d, ns = (size_t)s->n_streams;
+    double *buf = sp_calloc(2 * ns * n_h * n_h + ns * n_h + n_h * n_h + 2 * d * d + 2 * d, sizeof *buf, "cka results");
     sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
     if (buf) {
-        cka_scratch w = {.hsic = buf, .hsic_u = buf + n_h * n_h, .cka = buf + 2 * n_h * n_h};
+        cka_scratch w = {.hsic = buf, .hsic_u = buf + ns * n_h * n_h};
+        w.trace = w.hsic_u + ns * n_h * n_h;
+        w.cka = w.trace + ns * n_h;
         w.total = w.cka + n_h * n_h;
         w.cov = w.total + d * d;
-        w.trace = w.cov + d * d;
-        w.tmp = w.trace + n_h;
+        w.tmp = w.cov + d * d;
+        st = all_pairs(a, s, &w);
         for (int k = 0; k < s->n_streams && st == SP_OK; k++)
-            st = finish_stream(a, s, k, &w);
+            st = write_stream(a, s, k, &w);
     }
     free(buf);
     cka_free(s);

@@ -87,6 +87,11 @@ sp_status sp_mom_cols_add(sp_mom_cols *c, const sp_real *x, int rows, sp_real *o
     return SP_OK;
 }
 
+void sp_mom_cols_shift(const sp_mom_cols *c, const sp_real *x, int rows, sp_real *out)
+{
+    sp_rowops_sub_vec(c->ro, rows, c->dim, x, c->shift, out);
+}
+
 sp_status sp_mom_cols_flush(sp_mom_cols *c)
 {
     if (c->part_rows == 0)

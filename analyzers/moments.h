@@ -58,6 +58,9 @@ sp_status sp_mom_cols_init(sp_mom_cols *c, sp_rowops *ro, int dim);
 /* Writes the shifted rows x - shift into out [rows, dim] (backend; out may not be x) and adds them
  * to the column sums. The first call with rows > 0 sets the shift to the mean of its rows. */
 sp_status sp_mom_cols_add(sp_mom_cols *c, const sp_real *x, int rows, sp_real *out);
+/* Writes the shifted rows x - shift into out as sp_mom_cols_add does, bit for bit, without adding
+ * them to the sums (a second pass over rows already counted); the shift must be set. */
+void sp_mom_cols_shift(const sp_mom_cols *c, const sp_real *x, int rows, sp_real *out);
 /* Moves the backend partial sums into the fp64 totals (call before reading sum). */
 sp_status sp_mom_cols_flush(sp_mom_cols *c);
 /* Column means of the original rows (after a flush), into mean [dim]. */

@@ -22,6 +22,9 @@ static const sp_field analyze_fields[] = {
     F(center, SP_FIELD_BOOL, "similarity: subtract each layer's mean vector before the cosines (two passes)"),
     F(last_token, SP_FIELD_BOOL, "similarity: the last token of each sequence only"),
     F(cka_debiased, SP_FIELD_BOOL, "cka: also the debiased HSIC estimator"),
+    F(cka_pairs_per_pass, SP_FIELD_INT, "cka: layer pairs accumulated per pass over the evaluation set (0: as many "
+                                        "as fit in a quarter of max_memory_gib, d^2 8 bytes each); more take more "
+                                        "passes, with the same result"),
     F(grad_batches, SP_FIELD_INT, "grad_norms: evaluation batches whose gradients are summed"),
     F(prune_batches, SP_FIELD_INT, "pruning: evaluation batches per loss"),
     F(prune_seqs, SP_FIELD_INT, "pruning: evaluation sequences per loss instead (0: prune_batches whole batches)"),
@@ -54,6 +57,7 @@ void sp_analyze_options_defaults(sp_analyze_options *o)
         .center = 0,
         .last_token = 0,
         .cka_debiased = 0,
+        .cka_pairs_per_pass = 0,
         .grad_batches = 1,
         .prune_batches = 2,
         .prune_seqs = 0,
@@ -79,6 +83,7 @@ sp_status sp_analyze_options_validate(const sp_analyze_options *o, const char *w
         {"power_iters", o->power_iters, o->power_iters == SP_ANALYZE_AUTO ? -1 : 1, 1 << 24, auto_note},
         {"jac_tokens", o->jac_tokens, 1, 1 << 20, NULL},
         {"jac_seq", o->jac_seq, -1, 1 << 20, auto_note},
+        {"cka_pairs_per_pass", o->cka_pairs_per_pass, 0, 1 << 24, NULL},
         {"grad_batches", o->grad_batches, 1, 1 << 20, NULL},
         {"prune_batches", o->prune_batches, 1, 1 << 20, NULL},
         {"prune_seqs", o->prune_seqs, -1, 1 << 20, auto_note},
