@@ -1,7 +1,8 @@
 /* spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5: a llama2.c checkpoint and its tokenizer
  * as a spanprobe checkpoint (io/llama2c.h has the mapping); spanprobe import hf DIR OUT.h5: a
  * Hugging Face model directory as one (io/hf_dir.h); spanprobe import gguf FILE OUT.h5: a GGUF file
- * (io/gguf_model.h). docs/import.md. */
+ * (io/gguf_model.h); spanprobe import pt CKPT.pt OUT.h5: nanoGPT's checkpoint (io/nanogpt.h).
+ * docs/import.md. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,9 +16,11 @@ static void print_help(void)
 {
     printf("usage: spanprobe import llama2c MODEL.bin TOKENIZER.bin OUT.h5\n"
            "       spanprobe import hf DIR OUT.h5\n"
-           "       spanprobe import gguf FILE.gguf OUT.h5\n\n"
+           "       spanprobe import gguf FILE.gguf OUT.h5\n"
+           "       spanprobe import pt CKPT.pt OUT.h5\n\n"
            "hf: converts a Hugging Face model directory (config.json, model.safetensors or its shards with\n"
-           "model.safetensors.index.json, optionally tokenizer.json) into one spanprobe checkpoint. Every\n"
+           "model.safetensors.index.json, or pytorch_model.bin; optionally tokenizer.json) into one spanprobe\n"
+           "checkpoint. Every\n"
            "command that takes a checkpoint also reads DIR directly; this is for those who want one file.\n"
            "Architectures: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, OLMo-2, Gemma, Gemma 2, Gemma 3\n"
            "(docs/import.md has the table of config keys and what is rejected).\n\n"
@@ -26,6 +29,10 @@ static void print_help(void)
            "type. Every command that takes a checkpoint also reads FILE.gguf directly. general.architecture:\n"
            "llama (Mistral too), qwen2, qwen3, gemma, gemma2, gemma3, olmo2, gpt2, gptneox (docs/import.md\n"
            "has the keys, llama.cpp's conventions and what is rejected).\n\n"
+           "pt: converts nanoGPT's ckpt.pt (torch.save of 'model' and 'model_args') into one spanprobe\n"
+           "checkpoint: GPT-2-shaped, with or without biases. The pickle inside is read by a parser that runs\n"
+           "nothing: any global but ordered dicts, tensor rebuilds and storage types is refused. Every command\n"
+           "that takes a checkpoint also reads CKPT.pt directly.\n\n"
            "llama2c: converts a llama2.c checkpoint (run.c's format: 7 int32 header, float32 tensors) and its\n"
            "tokenizer.bin into a spanprobe checkpoint: variant pre, RMSNorm (eps 1e-5), SwiGLU, RoPE\n"
            "(theta 10000), grouped-query attention, tied or untied head from the sign of vocab_size.\n"
@@ -74,7 +81,7 @@ static sp_status import_llama2c(const char *model_path, const char *tok_path, co
     return st;
 }
 
-/* A Hugging Face directory or a GGUF file, through io/model_source.h. */
+/* A Hugging Face directory, a GGUF file or a nanoGPT checkpoint, through io/model_source.h. */
 static sp_status import_source(const char *dir, const char *out_path)
 {
     SP_TRY(sp_model_source_check_output(dir, out_path));
@@ -103,10 +110,11 @@ int sp_cmd_import(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--", 2) == 0)
             return sp_cli_usage_error("import", "unknown option %s", argv[i]);
-    const sp_model_source_kind kinds[] = {SP_SOURCE_HF_DIR, SP_SOURCE_GGUF};
-    const char *const names[] = {"hf", "gguf"}, *const inputs[] = {"DIR", "FILE.gguf"};
-    const char *const expected[] = {"a directory holding config.json", "a file starting with the magic GGUF"};
-    for (int k = 0; k < 2; k++) {
+    const sp_model_source_kind kinds[] = {SP_SOURCE_HF_DIR, SP_SOURCE_GGUF, SP_SOURCE_PT};
+    const char *const names[] = {"hf", "gguf", "pt"}, *const inputs[] = {"DIR", "FILE.gguf", "CKPT.pt"};
+    const char *const expected[] = {"a directory holding config.json", "a file starting with the magic GGUF",
+                                    "a ZIP archive, as torch.save writes"};
+    for (int k = 0; k < 3; k++) {
         if (argc < 2 || strcmp(argv[1], names[k]) != 0)
             continue;
         if (argc != 4)
@@ -119,7 +127,7 @@ int sp_cmd_import(int argc, char **argv)
         return sp_cli_report("import", import_source(argv[2], argv[3]));
     }
     if (argc < 2 || strcmp(argv[1], "llama2c") != 0)
-        return sp_cli_usage_error("import", "expected the source format llama2c, hf or gguf, found '%s'",
+        return sp_cli_usage_error("import", "expected the source format llama2c, hf, gguf or pt, found '%s'",
                                   argc < 2 ? "" : argv[1]);
     if (argc != 5)
         return sp_cli_usage_error("import", "expected MODEL.bin TOKENIZER.bin OUT.h5 after llama2c (%d given)",

@@ -422,6 +422,7 @@ int sp_cmd_inspect(int argc, char **argv)
     switch (sp_model_source_kind_of(path)) {
     case SP_SOURCE_HF_DIR: st = sp_inspect_collect_hf(path, &doc); break;
     case SP_SOURCE_GGUF: st = sp_inspect_collect_gguf(path, &doc); break;
+    case SP_SOURCE_PT: st = sp_inspect_collect_pt(path, &doc); break;
     default: st = collect(path, &doc); break;
     }
     if (st != SP_OK)

@@ -9,6 +9,8 @@
 
 /* A Hugging Face model directory (cli/inspect_hf.c). */
 sp_status sp_inspect_collect_hf(const char *dir, cJSON **out);
+/* A nanoGPT ckpt.pt (cli/inspect_hf.c). */
+sp_status sp_inspect_collect_pt(const char *path, cJSON **out);
 /* A GGUF model file (cli/inspect_gguf.c). */
 sp_status sp_inspect_collect_gguf(const char *path, cJSON **out);
 /* The group "/config (spanprobe)": every field of the config a model input maps to. */

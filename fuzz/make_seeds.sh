@@ -119,7 +119,7 @@ done
 for t in gpt2 llama2 gemma; do cp "fixtures/gguf_tokenizers/$t.gguf" "$out/gguf/"; done
 for m in hf-llama-mqa-tied-f32 hf-gpt_neox-parallel-f32; do cp "fixtures/gguf_models/$m.gguf" "$out/gguf_model/"; done
 mkdir -p "$out/pt"
-for p in state ckpt evil_popen; do cp "fixtures/pt/$p.pt" "$out/pt/"; done
+for p in state ckpt evil_popen nanogpt nanogpt-nobias-compiled; do cp "fixtures/pt/$p.pt" "$out/pt/"; done
 for h in checkpoint dump trainlog; do
     mkdir -p "$out/${h}_tree"
     for f in "$out/$h"/*.h5; do

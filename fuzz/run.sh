@@ -20,7 +20,7 @@ export LSAN_OPTIONS="suppressions=$(pwd)/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OP
 max_len() {
     case $1 in
     gguf_model) echo 262144 ;;
-    checkpoint | dump | report | trainlog | gguf | safetensors | hf_tokenizer | *_tree) echo 131072 ;;
+    checkpoint | dump | report | trainlog | gguf | safetensors | hf_tokenizer | pt | *_tree) echo 131072 ;;
     *) echo 16384 ;;
     esac
 }

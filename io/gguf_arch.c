@@ -55,11 +55,11 @@ static const sp_hf_tensor peri_tensors[] = {
     T("embed/tok", "token_embd.weight"),                    \
     T_GAIN("n1/gain", "blk.%d.attn_norm.weight"),           \
     T("n1/bias", "blk.%d.attn_norm.bias"),                  \
-    {"attn/wq", "blk.%d.attn_qkv.weight", 0, SP_HF_ROWS_PART, 0, rope, 0}, \
-    {"attn/wk", "blk.%d.attn_qkv.weight", 0, SP_HF_ROWS_PART, 1, rope, 0}, \
+    T_PART_IF_ROPE("attn/wq", "blk.%d.attn_qkv.weight", 0, rope), \
+    T_PART_IF_ROPE("attn/wk", "blk.%d.attn_qkv.weight", 1, rope), \
     T_PART("attn/wv", "blk.%d.attn_qkv.weight", 2),         \
-    {"attn/bq", "blk.%d.attn_qkv.bias", 0, SP_HF_ROWS_PART, 0, rope, 0},   \
-    {"attn/bk", "blk.%d.attn_qkv.bias", 0, SP_HF_ROWS_PART, 1, rope, 0},   \
+    T_PART_IF_ROPE("attn/bq", "blk.%d.attn_qkv.bias", 0, rope),   \
+    T_PART_IF_ROPE("attn/bk", "blk.%d.attn_qkv.bias", 1, rope),   \
     T_PART("attn/bv", "blk.%d.attn_qkv.bias", 2),           \
     T("attn/wo", "blk.%d.attn_output.weight"),              \
     T("attn/bo", "blk.%d.attn_output.bias"),                \

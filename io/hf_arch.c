@@ -143,31 +143,45 @@ static sp_status gemma3_keys(const cJSON *root, sp_hf_config *hc, const char *wh
     return gemma23_keys(root, hc, 6, 0, 0, where);
 }
 
+/* nanoGPT's GPTConfig (model_args of its ckpt.pt): biases everywhere or nowhere, nn.GELU (erf). */
+static sp_status nanogpt_keys(const cJSON *root, sp_hf_config *hc, const char *where)
+{
+    sp_config *cfg = &hc->cfg;
+    int bias = 1;
+    SP_TRY(sp_hf_json_bool(root, "bias", &bias, where));
+    cfg->qkv_bias = cfg->attn_out_bias = cfg->ffn_bias = bias;
+    return SP_OK;
+}
+
 /* ---- tensor tables ---- */
 
-static const sp_hf_tensor gpt2_tensors[] = {
-    T("embed/tok", "transformer.wte.weight"),
-    T("embed/pos", "transformer.wpe.weight"),
-    T_GAIN("n1/gain", "transformer.h.%d.ln_1.weight"),
-    T("n1/bias", "transformer.h.%d.ln_1.bias"),
-    T_CONV_PART("attn/wq", "transformer.h.%d.attn.c_attn.weight", 0),
-    T_CONV_PART("attn/wk", "transformer.h.%d.attn.c_attn.weight", 1),
-    T_CONV_PART("attn/wv", "transformer.h.%d.attn.c_attn.weight", 2),
-    T_PART("attn/bq", "transformer.h.%d.attn.c_attn.bias", 0),
-    T_PART("attn/bk", "transformer.h.%d.attn.c_attn.bias", 1),
-    T_PART("attn/bv", "transformer.h.%d.attn.c_attn.bias", 2),
-    T_CONV("attn/wo", "transformer.h.%d.attn.c_proj.weight"),
-    T("attn/bo", "transformer.h.%d.attn.c_proj.bias"),
-    T_GAIN("n2/gain", "transformer.h.%d.ln_2.weight"),
-    T("n2/bias", "transformer.h.%d.ln_2.bias"),
-    T_CONV("ffn/w1", "transformer.h.%d.mlp.c_fc.weight"),
-    T("ffn/b1", "transformer.h.%d.mlp.c_fc.bias"),
-    T_CONV("ffn/w2", "transformer.h.%d.mlp.c_proj.weight"),
-    T("ffn/b2", "transformer.h.%d.mlp.c_proj.bias"),
-    T_GAIN("final_norm/gain", "transformer.ln_f.weight"),
-    T("final_norm/bias", "transformer.ln_f.bias"),
-    T("head/w", "lm_head.weight"),
-    T_END};
+/* GPT-2's tensor names: HF's GPT-2 stores Conv1D weights ([in, out]); nanoGPT the same names as
+ * nn.Linear weights ([out, in]), and with bias=False no LayerNorm biases (zeros then). */
+#define GPT2_NAMES(W, W_PART, LN_BIAS)                                   \
+    T("embed/tok", "transformer.wte.weight"),                            \
+    T("embed/pos", "transformer.wpe.weight"),                            \
+    T_GAIN("n1/gain", "transformer.h.%d.ln_1.weight"),                   \
+    LN_BIAS("n1/bias", "transformer.h.%d.ln_1.bias"),                    \
+    W_PART("attn/wq", "transformer.h.%d.attn.c_attn.weight", 0),         \
+    W_PART("attn/wk", "transformer.h.%d.attn.c_attn.weight", 1),         \
+    W_PART("attn/wv", "transformer.h.%d.attn.c_attn.weight", 2),         \
+    T_PART("attn/bq", "transformer.h.%d.attn.c_attn.bias", 0),           \
+    T_PART("attn/bk", "transformer.h.%d.attn.c_attn.bias", 1),           \
+    T_PART("attn/bv", "transformer.h.%d.attn.c_attn.bias", 2),           \
+    W("attn/wo", "transformer.h.%d.attn.c_proj.weight"),                 \
+    T("attn/bo", "transformer.h.%d.attn.c_proj.bias"),                   \
+    T_GAIN("n2/gain", "transformer.h.%d.ln_2.weight"),                   \
+    LN_BIAS("n2/bias", "transformer.h.%d.ln_2.bias"),                    \
+    W("ffn/w1", "transformer.h.%d.mlp.c_fc.weight"),                     \
+    T("ffn/b1", "transformer.h.%d.mlp.c_fc.bias"),                       \
+    W("ffn/w2", "transformer.h.%d.mlp.c_proj.weight"),                   \
+    T("ffn/b2", "transformer.h.%d.mlp.c_proj.bias"),                     \
+    T_GAIN("final_norm/gain", "transformer.ln_f.weight"),                \
+    LN_BIAS("final_norm/bias", "transformer.ln_f.bias"),                 \
+    T("head/w", "lm_head.weight")
+
+static const sp_hf_tensor gpt2_tensors[] = {GPT2_NAMES(T_CONV, T_CONV_PART, T), T_END};
+static const sp_hf_tensor nanogpt_tensors[] = {GPT2_NAMES(T, T_PART, T_ZERO_IF_ABSENT), T_END};
 
 static const sp_hf_tensor neox_tensors[] = {
     T("embed/tok", "gpt_neox.embed_in.weight"),
@@ -242,17 +256,17 @@ static const char *const buffers[] = {".attn.bias", ".attn.masked_bias", ".atten
                      "intermediate_size", "vocab_size", "max_position_embeddings", "rms_norm_eps"}
 #define LLAMA_LIKE(arch, type, variant, ffn, tie, offset, keys, tensors)                                      \
     {arch, type, variant, SP_NORM_RMSNORM, ffn, SP_GELU_TANH, SP_POS_ROPE, tie, 1, offset, SIZES_LLAMA, keys, \
-     "model.", buffers, tensors}
+     "model.", buffers, tensors, NULL}
 
 static const sp_hf_family families[] = {
     {"GPT2LMHeadModel", "gpt2", SP_VARIANT_PRE, SP_NORM_LAYERNORM, SP_FFN_GELU, SP_GELU_TANH, SP_POS_LEARNED, 1, 0, 0,
      {"n_embd", "n_layer", "n_head", NULL, "n_inner", "vocab_size", "n_positions", "layer_norm_epsilon"}, gpt2_keys,
-     "transformer.", buffers, gpt2_tensors},
+     "transformer.", buffers, gpt2_tensors, NULL},
     {"GPTNeoXForCausalLM", "gpt_neox", SP_VARIANT_PARALLEL, SP_NORM_LAYERNORM, SP_FFN_GELU, SP_GELU_ERF, SP_POS_ROPE, 0,
      1, 0,
      {"hidden_size", "num_hidden_layers", "num_attention_heads", NULL, "intermediate_size", "vocab_size",
       "max_position_embeddings", "layer_norm_eps"},
-     neox_keys, "gpt_neox.", buffers, neox_tensors},
+     neox_keys, "gpt_neox.", buffers, neox_tensors, NULL},
     LLAMA_LIKE("LlamaForCausalLM", "llama", SP_VARIANT_PRE, SP_FFN_SWIGLU, 0, 0, llama_keys, llama_tensors),
     LLAMA_LIKE("MistralForCausalLM", "mistral", SP_VARIANT_PRE, SP_FFN_SWIGLU, 0, 0, mistral_keys, llama_tensors),
     LLAMA_LIKE("Qwen2ForCausalLM", "qwen2", SP_VARIANT_PRE, SP_FFN_SWIGLU, 0, 0, qwen2_keys, llama_tensors),
@@ -263,6 +277,13 @@ static const sp_hf_family families[] = {
     LLAMA_LIKE("Gemma3ForCausalLM", "gemma3_text", SP_VARIANT_PERI, SP_FFN_GEGLU, 1, 1, gemma3_keys, peri_tensors),
 };
 
+/* Not an `architectures` value: io/nanogpt.c maps a ckpt.pt's model_args through it (its sizes are
+ * GPTConfig's fields; the reader adds nanoGPT's fixed LayerNorm epsilon). */
+const sp_hf_family sp_hf_nanogpt = {
+    "nanoGPT", "nanogpt", SP_VARIANT_PRE, SP_NORM_LAYERNORM, SP_FFN_GELU, SP_GELU_ERF, SP_POS_LEARNED, 1, 0, 0,
+    {"n_embd", "n_layer", "n_head", NULL, NULL, "vocab_size", "block_size", "layer_norm_epsilon"}, nanogpt_keys,
+    "transformer.", buffers, nanogpt_tensors, "model_args"};
+
 const sp_hf_family *sp_hf_family_find(const char *architecture)
 {
     for (size_t i = 0; i < SP_ARRAY_LEN(families); i++)
@@ -270,6 +291,8 @@ const sp_hf_family *sp_hf_family_find(const char *architecture)
             return &families[i];
     return NULL;
 }
+
+const char *sp_hf_config_name(const sp_hf_family *f) { return f->config_name ? f->config_name : "config.json"; }
 
 const char *sp_hf_family_list(void)
 {

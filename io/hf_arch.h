@@ -30,6 +30,7 @@ typedef struct {
     int part;            /* q 0, k 1, v 2 for the fused layouts */
     int rope_rows;       /* q or k rows (or their gains/biases): reordered from rotate_half pairs */
     int norm_gain;       /* a norm gain: gets the family's gain offset (Gemma stores w of (1 + w)) */
+    int zero_if_absent;  /* a checkpoint may leave it out: zeros then (nanoGPT's LayerNorms without bias) */
 } sp_hf_tensor;
 
 typedef struct sp_hf_family sp_hf_family;
@@ -60,8 +61,13 @@ struct sp_hf_family {
     const char *prefix;            /* tensor names may lack this prefix (older checkpoints) */
     const char *const *ignored;    /* name suffixes of buffers that are no parameters */
     const sp_hf_tensor *tensors;   /* NULL-terminated by param */
+    const char *config_name;       /* where the sizes come from, for errors (NULL: "config.json") */
 };
 
+/* nanoGPT's GPT (io/nanogpt.h): not looked up by an architectures value. */
+extern const sp_hf_family sp_hf_nanogpt;
+/* The family's config_name: "config.json" unless it names another. */
+const char *sp_hf_config_name(const sp_hf_family *f);
 /* The family of an architectures value, NULL when spanprobe does not import it. */
 const sp_hf_family *sp_hf_family_find(const char *architecture);
 /* "GPT2LMHeadModel, GPTNeoXForCausalLM, ..." for error messages. */

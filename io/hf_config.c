@@ -207,11 +207,17 @@ static sp_status find_family(const cJSON *root, sp_hf_config *hc, const char *wh
     return SP_OK;
 }
 
-static sp_status map_config(const cJSON *root, sp_hf_config *hc, const char *where)
+sp_status sp_hf_config_map(const cJSON *root, const sp_hf_family *family, const char *where, sp_hf_config *hc)
 {
+    memset(hc, 0, sizeof *hc);
     if (!cJSON_IsObject(root))
         return sp_error(SP_ERR_INPUT, "%s: expected a JSON object", where);
-    SP_TRY(find_family(root, hc, where));
+    if (family) {
+        hc->family = family;
+        snprintf(hc->architecture, sizeof hc->architecture, "%s", family->architecture);
+    } else {
+        SP_TRY(find_family(root, hc, where));
+    }
     const sp_hf_family *f = hc->family;
     sp_config *cfg = &hc->cfg;
     sp_hf_family_defaults(f, cfg);
@@ -232,8 +238,7 @@ sp_status sp_hf_config_read(const char *path, sp_hf_config *out)
     free(text);
     if (!root)
         return sp_error(SP_ERR_INPUT, "%s: not valid JSON", path);
-    memset(out, 0, sizeof *out);
-    sp_status st = map_config(root, out, path);
+    sp_status st = sp_hf_config_map(root, NULL, path, out);
     cJSON_Delete(root);
     return st;
 }

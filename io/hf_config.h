@@ -14,6 +14,8 @@
 
 /* Reads and maps path (a config.json). */
 sp_status sp_hf_config_read(const char *path, sp_hf_config *out);
+/* Maps a parsed config: family NULL takes it from "architectures"; where names it in errors. */
+sp_status sp_hf_config_map(const cJSON *root, const sp_hf_family *family, const char *where, sp_hf_config *out);
 
 /* The defaults of cfg with the family's recipe: variant, norm, FFN, GELU, positions (shared with
  * the GGUF architectures of io/gguf_config.c). */

@@ -9,7 +9,7 @@
 #include "io/hf_config.h"
 #include "io/hf_tokenizer.h"
 #include "io/param_fill.h"
-#include "io/safetensors.h"
+#include "io/tensor_set.h"
 
 #define HF_PATH_MAX 4096
 
@@ -45,27 +45,26 @@ sp_status sp_hf_param_tensor(const sp_hf_config *hc, const char *param, char *na
 }
 
 /* The tensor by name, also under the name without the family's prefix (older checkpoints). */
-static const sp_st_tensor *find_tensor(const sp_st_archive *st, const sp_hf_family *f, const char *name)
+static const sp_tensor_view *find_tensor(const sp_tensor_set *ts, const sp_hf_family *f, const char *name)
 {
-    const sp_st_tensor *t = sp_st_find(st, name);
+    const sp_tensor_view *t = sp_tensor_set_find(ts, name);
     size_t n = strlen(f->prefix);
     if (!t && strncmp(name, f->prefix, n) == 0)
-        t = sp_st_find(st, name + n);
+        t = sp_tensor_set_find(ts, name + n);
     return t;
 }
 
-static sp_status st_read(const void *tensor, size_t first, size_t count, sp_real *dst)
+static sp_status read_zeros(const void *tensor, size_t first, size_t count, sp_real *dst)
 {
-    return sp_st_read(tensor, first, count, dst);
+    (void)tensor;
+    (void)first;
+    memset(dst, 0, count * sizeof *dst);
+    return SP_OK;
 }
 
-static void st_release(const void *tensor)
-{
-    sp_st_release(tensor);
-}
-
-/* Finds the tensor of spec and checks that its shape is what the config implies. */
-static sp_status locate(const sp_hf_config *hc, const sp_st_archive *st, const sp_param_spec *spec, const char *dir,
+/* Finds the tensor of spec and checks that its shape is what the config implies; a tensor the table
+ * allows to be absent (nanoGPT's LayerNorms without bias) reads as zeros. */
+static sp_status locate(const sp_hf_config *hc, const sp_tensor_set *ts, const sp_param_spec *spec, const char *where,
                         sp_param_source *ps)
 {
     int layer;
@@ -75,24 +74,23 @@ static sp_status locate(const sp_hf_config *hc, const sp_st_archive *st, const s
                         spec->name);
     char name[256];
     snprintf(name, sizeof name, entry->tensor, layer);
-    const sp_st_tensor *t = find_tensor(st, hc->family, name);
+    const sp_tensor_view *t = find_tensor(ts, hc->family, name);
+    sp_tensor_view zeros = {.file = where, .name = name, .rank = spec->rank, .read = read_zeros};
+    for (int i = 0; i < spec->rank; i++)
+        zeros.shape[i] = spec->shape[i];
+    if (!t && entry->zero_if_absent)
+        t = &zeros;
     if (!t)
-        return sp_error(SP_ERR_INPUT, "%s: tensor '%s' is missing (config.json implies it: spanprobe parameter %s)",
-                        dir, name, spec->name);
-    sp_tensor_view view = {.file = t->file, .name = t->name, .rank = t->rank, .tensor = t, .read = st_read,
-                           .release = st_release};
-    for (int i = 0; i < t->rank; i++)
-        view.shape[i] = t->shape[i];
-    const sp_param_layout_rules rules = {hc->family->rope_half_split, hc->family->gain_offset, "config.json",
-                                         hc->architecture};
-    return sp_param_source_init(ps, entry, &view, &hc->cfg, spec, &rules);
+        return sp_error(SP_ERR_INPUT, "%s: tensor '%s' is missing (the config implies it: spanprobe parameter %s)",
+                        where, name, spec->name);
+    const sp_param_layout_rules rules = {hc->family->rope_half_split, hc->family->gain_offset,
+                                         sp_hf_config_name(hc->family), hc->architecture};
+    return sp_param_source_init(ps, entry, t, &hc->cfg, spec, &rules);
 }
 
-/* ---- the whole directory ---- */
+/* ---- the parameters from the tensors ---- */
 
 typedef struct {
-    sp_hf_config hc;
-    sp_st_archive *st;
     sp_param_spec *specs;
     int n_params;
     sp_param_source *sources;
@@ -100,7 +98,6 @@ typedef struct {
 
 static void plan_free(hf_plan *p)
 {
-    sp_st_close(p->st);
     free(p->specs);
     free(p->sources);
 }
@@ -116,55 +113,92 @@ static int is_buffer(const sp_hf_family *f, const char *name)
     return 0;
 }
 
-/* Every tensor of the files is a parameter, a known buffer, or the stored copy of a tied head. */
-static sp_status check_all_used(const hf_plan *p, const char *dir)
+/* Every stored tensor is a parameter, a known buffer, or the stored copy of a tied head. */
+static sp_status check_all_used(const sp_hf_config *hc, const sp_tensor_set *ts, const hf_plan *p, const char *where)
 {
-    const int n = sp_st_count(p->st);
+    const int n = sp_tensor_set_count(ts);
     unsigned char *used = sp_calloc((size_t)n + 1, 1, "tensor use flags");
     if (!used)
         return SP_ERR_NOMEM;
     for (int i = 0; i < p->n_params; i++)
         for (int j = 0; j < n; j++)
-            if (sp_st_at(p->st, j) == p->sources[i].src.tensor)
+            if (sp_tensor_set_at(ts, j)->tensor == p->sources[i].src.tensor)
                 used[j] = 1;
     sp_status st = SP_OK;
     for (int j = 0; j < n && st == SP_OK; j++) {
-        const char *name = sp_st_at(p->st, j)->name;
-        int tied_head = p->hc.cfg.tie_embeddings && strstr(name, "lm_head.weight") != NULL;
-        if (!used[j] && !tied_head && !is_buffer(p->hc.family, name))
-            st = sp_error(SP_ERR_INPUT, "%s: tensor '%s' is not a parameter of %s with this config.json (a feature "
-                                        "spanprobe does not implement, or a config that contradicts the weights)",
-                          dir, name, p->hc.architecture);
+        const char *name = sp_tensor_set_at(ts, j)->name;
+        int tied_head = hc->cfg.tie_embeddings && strstr(name, "lm_head.weight") != NULL;
+        if (!used[j] && !tied_head && !is_buffer(hc->family, name))
+            st = sp_error(SP_ERR_INPUT, "%s: tensor '%s' is not a parameter of %s with this %s (a feature spanprobe "
+                                        "does not implement, or a config that contradicts the weights)",
+                          where, name, hc->architecture, sp_hf_config_name(hc->family));
     }
     free(used);
     return st;
 }
 
-static sp_status plan_open(const char *dir, hf_plan *p)
+static sp_status plan_make(const sp_hf_config *hc, const sp_tensor_set *ts, const char *where, hf_plan *p)
 {
     memset(p, 0, sizeof *p);
-    char path[HF_PATH_MAX];
-    join(path, dir, "config.json");
-    SP_TRY(sp_hf_config_read(path, &p->hc));
-    SP_TRY(sp_st_open(dir, &p->st));
-    SP_TRY(sp_param_layout(&p->hc.cfg, &p->specs, &p->n_params));
+    SP_TRY(sp_param_layout(&hc->cfg, &p->specs, &p->n_params));
     p->sources = sp_calloc((size_t)p->n_params, sizeof *p->sources, "import plan");
     if (!p->sources)
         return SP_ERR_NOMEM;
     for (int i = 0; i < p->n_params; i++)
-        SP_TRY(locate(&p->hc, p->st, &p->specs[i], dir, &p->sources[i]));
-    return check_all_used(p, dir);
+        SP_TRY(locate(hc, ts, &p->specs[i], where, &p->sources[i]));
+    return check_all_used(hc, ts, p, where);
+}
+
+sp_status sp_hf_check_tensors(const sp_hf_config *hc, const sp_tensor_set *ts, const char *where)
+{
+    hf_plan p;
+    sp_status st = plan_make(hc, ts, where, &p);
+    plan_free(&p);
+    return st;
+}
+
+sp_status sp_hf_model_from_tensors(const sp_hf_config *hc, const sp_tensor_set *ts, const char *where,
+                                   const sp_backend *be, sp_model **model)
+{
+    *model = NULL;
+    hf_plan p;
+    sp_status st = plan_make(hc, ts, where, &p);
+    if (st == SP_OK)
+        st = sp_param_model_create(&hc->cfg, be, p.specs, p.sources, p.n_params, model);
+    plan_free(&p);
+    return st;
+}
+
+/* ---- the whole directory ---- */
+
+typedef struct {
+    sp_hf_config hc;
+    sp_tensor_set *ts;
+} hf_dir;
+
+sp_status sp_hf_dir_open(const char *dir, sp_hf_config *hc, sp_tensor_set **ts)
+{
+    *ts = NULL;
+    char path[HF_PATH_MAX];
+    join(path, dir, "config.json");
+    SP_TRY(sp_hf_config_read(path, hc));
+    return sp_tensor_set_open_dir(dir, ts);
+}
+
+static sp_status dir_open(const char *dir, hf_dir *d)
+{
+    return sp_hf_dir_open(dir, &d->hc, &d->ts);
 }
 
 /* "import hf DIR (config.json sha256 ..., N tensors, B bytes)" */
-static sp_status describe_source(const char *dir, const hf_plan *p, char *buf, size_t cap)
+static sp_status describe_source(const char *dir, const hf_dir *d, char *buf, size_t cap)
 {
     char path[HF_PATH_MAX], hex[65];
     int64_t n_bytes = 0;
     join(path, dir, "config.json");
     SP_TRY(sp_sha256_file(path, hex, &n_bytes));
     snprintf(buf, cap, "import hf %s (%s, config.json sha256 %s, %d tensors, %zu bytes of weights)", dir,
-             p->hc.architecture, hex, p->st ? sp_st_count(p->st) : 0, p->st ? sp_st_total_bytes(p->st) : 0);
+             d->hc.architecture, hex, sp_tensor_set_count(d->ts), sp_tensor_set_bytes(d->ts));
     return SP_OK;
 }
 
@@ -180,21 +214,23 @@ static sp_status read_tokenizer(const char *dir, const sp_config *cfg, sp_ckpt_m
     return SP_OK;
 }
 
-static sp_status fill_meta(const char *dir, const hf_plan *p, sp_ckpt_meta *meta)
+static sp_status fill_meta(const char *dir, const hf_dir *d, sp_ckpt_meta *meta)
 {
-    meta->cfg = p->hc.cfg;
-    SP_TRY(describe_source(dir, p, meta->source, sizeof meta->source));
+    meta->cfg = d->hc.cfg;
+    SP_TRY(describe_source(dir, d, meta->source, sizeof meta->source));
     return read_tokenizer(dir, &meta->cfg, meta);
 }
 
 sp_status sp_hf_read_meta(const char *dir, sp_ckpt_meta *meta)
 {
     sp_ckpt_meta_init(meta);
-    hf_plan p;
-    sp_status st = plan_open(dir, &p);
+    hf_dir d;
+    sp_status st = dir_open(dir, &d);
     if (st == SP_OK)
-        st = fill_meta(dir, &p, meta);
-    plan_free(&p);
+        st = sp_hf_check_tensors(&d.hc, d.ts, dir);
+    if (st == SP_OK)
+        st = fill_meta(dir, &d, meta);
+    sp_tensor_set_close(d.ts);
     if (st != SP_OK)
         sp_ckpt_meta_free(meta);
     return st;
@@ -204,13 +240,15 @@ sp_status sp_hf_load(const char *dir, const sp_backend *be, sp_model **model, sp
 {
     *model = NULL;
     sp_ckpt_meta_init(meta);
-    hf_plan p;
-    sp_status st = plan_open(dir, &p);
+    hf_dir d;
+    sp_status st = dir_open(dir, &d);
     if (st == SP_OK)
-        st = fill_meta(dir, &p, meta);
+        st = sp_hf_check_tensors(&d.hc, d.ts, dir);
     if (st == SP_OK)
-        st = sp_param_model_create(&p.hc.cfg, be, p.specs, p.sources, p.n_params, model);
-    plan_free(&p);
+        st = fill_meta(dir, &d, meta);
+    if (st == SP_OK)
+        st = sp_hf_model_from_tensors(&d.hc, d.ts, dir, be, model);
+    sp_tensor_set_close(d.ts);
     if (st != SP_OK)
         sp_ckpt_meta_free(meta);
     return st;

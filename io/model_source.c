@@ -10,12 +10,15 @@
 #include "io/dirs.h"
 #include "io/gguf_model.h"
 #include "io/hf_dir.h"
+#include "io/nanogpt.h"
 
 sp_model_source_kind sp_model_source_kind_of(const char *path)
 {
     if (sp_hf_is_model_dir(path))
         return SP_SOURCE_HF_DIR;
-    return sp_gguf_is_model_file(path) ? SP_SOURCE_GGUF : SP_SOURCE_CHECKPOINT;
+    if (sp_gguf_is_model_file(path))
+        return SP_SOURCE_GGUF;
+    return sp_pt_is_file(path) ? SP_SOURCE_PT : SP_SOURCE_CHECKPOINT;
 }
 
 void sp_model_source_name(const char *path, char *buf, size_t len)
@@ -26,7 +29,7 @@ void sp_model_source_name(const char *path, char *buf, size_t len)
     size_t start = end;
     while (start > 0 && path[start - 1] != '/')
         start--;
-    static const char *const extensions[] = {".h5", ".gguf"};
+    static const char *const extensions[] = {".h5", ".gguf", ".pt", ".pth"};
     for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++) {
         size_t n = strlen(extensions[i]);
         if (end - start > n && strncmp(path + end - n, extensions[i], n) == 0) {
@@ -39,7 +42,7 @@ void sp_model_source_name(const char *path, char *buf, size_t len)
 
 const char *sp_model_source_kind_name(sp_model_source_kind kind)
 {
-    static const char *const names[] = {"checkpoint", "hugging face directory", "gguf file"};
+    static const char *const names[] = {"checkpoint", "hugging face directory", "gguf file", "pytorch checkpoint"};
     return names[kind];
 }
 
@@ -48,6 +51,7 @@ sp_status sp_model_source_read_meta(const char *path, sp_ckpt_meta *meta)
     switch (sp_model_source_kind_of(path)) {
     case SP_SOURCE_HF_DIR: return sp_hf_read_meta(path, meta);
     case SP_SOURCE_GGUF: return sp_gguf_model_read_meta(path, meta);
+    case SP_SOURCE_PT: return sp_nanogpt_read_meta(path, meta);
     case SP_SOURCE_CHECKPOINT: break;
     }
     return sp_ckpt_read_meta(path, meta);
@@ -58,6 +62,7 @@ sp_status sp_model_source_load(const char *path, const sp_backend *be, sp_model 
     switch (sp_model_source_kind_of(path)) {
     case SP_SOURCE_HF_DIR: return sp_hf_load(path, be, model, meta);
     case SP_SOURCE_GGUF: return sp_gguf_model_load(path, be, model, meta);
+    case SP_SOURCE_PT: return sp_nanogpt_load(path, be, model, meta);
     case SP_SOURCE_CHECKPOINT: break;
     }
     return sp_ckpt_load(path, be, model, meta);

@@ -18,6 +18,8 @@
  * rows of every tensor that is not transposed. release (may be NULL) lets the tensor's pages go. */
 typedef struct {
     const char *file, *name;
+    const char *dtype; /* as the format names it ("BF16", "float32"); NULL where not told */
+    size_t nbytes;     /* stored bytes (0 where not told) */
     int rank;
     int64_t shape[SP_TENSOR_VIEW_MAX_RANK];
     const void *tensor;

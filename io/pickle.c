@@ -422,10 +422,14 @@ static sp_status step(vm *m, int *stop, size_t *memo_next)
         return global(m, v->str, w->str);
     case 'Q': return persistent_id(m);
     case 'R': return reduce(m);
-    case 'b': /* BUILD: only the empty states torch writes for dicts and tensors */
+    case 'b': /* BUILD: the empty states torch writes for dicts and tensors, and a state dict's
+                 attribute _metadata (the modules' versions, which nothing here needs: dropped) */
         w = pop(m);
         v = top(m);
-        if (!w || !v || !(w->kind == SP_PK_NONE || ((w->kind == SP_PK_DICT || w->kind == SP_PK_TUPLE) && w->n == 0)))
+        if (!w || !v ||
+            !(w->kind == SP_PK_NONE || ((w->kind == SP_PK_DICT || w->kind == SP_PK_TUPLE) && w->n == 0) ||
+              (v->kind == SP_PK_DICT && w->kind == SP_PK_DICT && w->n == 1 && w->items[0]->kind == SP_PK_STR &&
+               strcmp(w->items[0]->str, "_metadata") == 0)))
             return fail(m, "BUILD with a state%s", "");
         return SP_OK;
     case '.':

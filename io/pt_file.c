@@ -225,6 +225,8 @@ void sp_pt_close(sp_pt_file *f)
 
 const sp_pk_value *sp_pt_root(const sp_pt_file *f) { return f->root; }
 
+const char *sp_pt_path(const sp_pt_file *f) { return f->path; }
+
 static double element(const unsigned char *p, sp_pk_dtype d)
 {
     switch (d) {
@@ -240,21 +242,45 @@ static double element(const unsigned char *p, sp_pk_dtype d)
     }
 }
 
-sp_status sp_pt_read_f64(const sp_pt_file *f, const sp_pk_value *t, double *out)
+/* `count` elements of t from element `first` in row-major order of its shape (whatever its strides)
+ * into out_d or out_r, whichever is not NULL. */
+static sp_status read_elements(const sp_pt_file *f, const sp_pk_value *t, size_t first, size_t count, double *out_d,
+                               sp_real *out_r)
 {
     if (t->dtype != SP_PK_F32 && t->dtype != SP_PK_F16 && t->dtype != SP_PK_BF16 && t->dtype != SP_PK_F64)
         return sp_error(SP_ERR_INPUT, "%s: a %s tensor where a floating-point one was expected", f->path,
                         sp_pk_dtype_name(t->dtype));
-    const unsigned char *base = storage_entry(f, t)->data; /* checked at open */
     const size_t n = sp_pt_numel(t), elem = sp_pk_dtype_size(t->dtype);
+    if (first > n || count > n - first)
+        return sp_error(SP_ERR_INTERNAL, "%s: elements %zu..%zu of a tensor of %zu", f->path, first, first + count, n);
+    const unsigned char *base = storage_entry(f, t)->data; /* checked at open */
     int64_t index[SP_PK_MAX_RANK] = {0};
-    for (size_t i = 0; i < n; i++) {
+    size_t left = first; /* the odometer at element `first` */
+    for (int k = t->rank - 1; k >= 0; k--) {
+        index[k] = t->shape[k] ? (int64_t)(left % (size_t)t->shape[k]) : 0;
+        left = t->shape[k] ? left / (size_t)t->shape[k] : 0;
+    }
+    for (size_t i = 0; i < count; i++) {
         int64_t at = t->offset;
         for (int k = 0; k < t->rank; k++)
             at += index[k] * t->stride[k];
-        out[i] = element(base + (size_t)at * elem, t->dtype);
+        const double v = element(base + (size_t)at * elem, t->dtype);
+        if (out_d)
+            out_d[i] = v;
+        else
+            out_r[i] = (sp_real)v;
         for (int k = t->rank - 1; k >= 0 && ++index[k] == t->shape[k]; k--)
             index[k] = 0; /* row-major odometer */
     }
     return SP_OK;
+}
+
+sp_status sp_pt_read_f64(const sp_pt_file *f, const sp_pk_value *t, double *out)
+{
+    return read_elements(f, t, 0, sp_pt_numel(t), out, NULL);
+}
+
+sp_status sp_pt_read(const sp_pt_file *f, const sp_pk_value *t, size_t first, size_t count, sp_real *out)
+{
+    return read_elements(f, t, first, count, NULL, out);
 }

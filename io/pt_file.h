@@ -15,6 +15,8 @@ typedef struct sp_pt_file sp_pt_file;
  * naming the path; SP_ERR_IO when it cannot be read. */
 sp_status sp_pt_open(const char *path, sp_pt_file **out);
 void sp_pt_close(sp_pt_file *f);
+/* The path the file was opened by. */
+const char *sp_pt_path(const sp_pt_file *f);
 /* The saved object (a dict for a state dict or a checkpoint). */
 const sp_pk_value *sp_pt_root(const sp_pt_file *f);
 /* Elements of a tensor (the product of its shape). */
@@ -22,5 +24,8 @@ size_t sp_pt_numel(const sp_pk_value *tensor);
 /* A floating-point tensor's values widened to float64 in row-major order of its shape (whatever its
  * strides), into out[sp_pt_numel]. SP_ERR_INPUT for an integer or bool tensor. */
 sp_status sp_pt_read_f64(const sp_pt_file *f, const sp_pk_value *tensor, double *out);
+/* Elements first .. first + count - 1 of a floating-point tensor (row-major order of its shape) as
+ * sp_real, into out[count]. */
+sp_status sp_pt_read(const sp_pt_file *f, const sp_pk_value *tensor, size_t first, size_t count, sp_real *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* PyTorch checkpoints (io/pt_file.h) written by torch.save (tools/pt_fixtures/make_pt.py, values in
+/* PyTorch checkpoints (io/pt_file.h) written by torch.save (tools/pt_fixtures/generate.py, values in
  * fixtures/pt/expected.json): every tensor of a state dict (float32, float16, bfloat16, float64, a
  * transposed view and a row slice of one storage, a scalar) read as torch holds it; a nanoGPT-style
  * ckpt.pt's model tensors, model_args, iter_num and best_val_loss (a tensor); pickles that would run

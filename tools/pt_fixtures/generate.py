@@ -1,5 +1,13 @@
 """Writes the small PyTorch checkpoints of fixtures/pt/ with torch.save, and what a reader must find
 in them (expected.json): every tensor's dtype, shape and values, and the other values of each file.
+Also the models spanprobe imports from PyTorch files:
+- hf-gpt2-bin/, hf-llama-bin/: the Hugging Face fixtures fixtures/hf/gpt2-f32 and llama-bf16 (made by
+  tools/hf_fixtures) loaded with transformers and saved as torch.save(model.state_dict()), the old
+  pytorch_model.bin, beside their config.json: the import must give the same parameters as from
+  model.safetensors (whose logits tools/hf_fixtures checks against transformers).
+- nanogpt.pt (bias=True, the causal-mask buffer kept) and nanogpt-nobias-compiled.pt (bias=False,
+  every key prefixed "_orig_mod." as torch.compile leaves it): nanoGPT's ckpt.pt layout, with the
+  float64 logits of nanoGPT's forward pass (model.py's GPT, written out below) on fixed tokens.
 
 Run in a virtual environment with the pinned torch (requirements.txt, checked by tools/pins.py; CI
 never runs this):
@@ -21,6 +29,7 @@ from pins import check_versions  # noqa: E402
 PINS = check_versions(os.path.join(HERE, "requirements.txt"), "generate.py") if __name__ == "__main__" else None
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def values(t):
@@ -64,6 +73,9 @@ def main(out):
         "model": {name: {"dtype": "float32", "shape": list(t.shape), "values": values(t)} for name, t in model.items()},
         "model_args": ckpt["model_args"], "iter_num": 250, "best_val_loss": 1.875}
 
+    hf_bins(out, expected)
+    nanogpt_checkpoints(out, expected, g)
+
     # malicious pickles inside a valid torch zip: each would create its marker file if executed
     for name, payload in malicious_payloads(out).items():
         path = os.path.join(out, name)
@@ -73,6 +85,76 @@ def main(out):
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def hf_bins(out, expected):
+    import shutil
+    from transformers import AutoModelForCausalLM
+    repo = os.path.dirname(os.path.dirname(HERE))
+    for name, source in (("hf-gpt2-bin", "gpt2-f32"), ("hf-llama-bin", "llama-bf16")):
+        src, dst = os.path.join(repo, "fixtures", "hf", source), os.path.join(out, name)
+        os.makedirs(dst, exist_ok=True)
+        shutil.copy(os.path.join(src, "config.json"), dst)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype="auto")
+        torch.save(model.state_dict(), os.path.join(dst, "pytorch_model.bin"))
+        expected["hf_bins"] = expected.get("hf_bins", {})
+        expected["hf_bins"][name] = {"same_as": "fixtures/hf/" + source,
+                                     "keys": sorted(model.state_dict().keys())}
+
+
+def nanogpt_forward(sd, args, idx):
+    """nanoGPT's GPT.forward (model.py), in float64, from a state dict."""
+    p = {k: v.to(torch.float64) for k, v in sd.items()}
+    C, H = args["n_embd"], args["n_head"]
+    B, T = idx.shape
+
+    def ln(x, name):
+        return F.layer_norm(x, (C,), p[name + ".weight"], p.get(name + ".bias"), 1e-5)
+
+    def linear(x, name):
+        return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+
+    x = p["transformer.wte.weight"][idx] + p["transformer.wpe.weight"][torch.arange(T)]
+    for layer in range(args["n_layer"]):
+        h = f"transformer.h.{layer}."
+        q, k, v = linear(ln(x, h + "ln_1"), h + "attn.c_attn").split(C, dim=2)
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + linear(y.transpose(1, 2).reshape(B, T, C), h + "attn.c_proj")
+        x = x + linear(F.gelu(linear(ln(x, h + "ln_2"), h + "mlp.c_fc")), h + "mlp.c_proj")
+    return F.linear(ln(x, "transformer.ln_f"), p["transformer.wte.weight"])
+
+
+def nanogpt_checkpoints(out, expected, g):
+    tokens = torch.randint(0, 40, (2, 12), generator=g)
+    expected["nanogpt"] = {"tokens": tokens.tolist()}
+    for name, bias, prefix in (("nanogpt.pt", True, ""), ("nanogpt-nobias-compiled.pt", False, "_orig_mod.")):
+        args = {"n_layer": 2, "n_head": 2, "n_embd": 16, "block_size": 16, "bias": bias, "vocab_size": 40,
+                "dropout": 0.0}
+        C = args["n_embd"]
+        sd = {"transformer.wte.weight": torch.randn(40, C, generator=g) * 0.5,
+              "transformer.wpe.weight": torch.randn(16, C, generator=g) * 0.2}
+        for layer in range(args["n_layer"]):
+            h = f"transformer.h.{layer}."
+            shapes = {"ln_1": None, "attn.c_attn": (3 * C, C), "attn.c_proj": (C, C), "ln_2": None,
+                      "mlp.c_fc": (4 * C, C), "mlp.c_proj": (C, 4 * C)}
+            for part, shape in shapes.items():
+                rows = C if shape is None else shape[0]
+                sd[h + part + ".weight"] = (1 + 0.1 * torch.randn(C, generator=g) if shape is None
+                                            else torch.randn(*shape, generator=g) / shape[1] ** 0.5)
+                if bias:
+                    sd[h + part + ".bias"] = 0.1 * torch.randn(rows, generator=g)
+            if bias:  # the causal mask model.py registers where flash attention is missing
+                sd[h + "attn.bias"] = torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16)
+        sd["transformer.ln_f.weight"] = 1 + 0.1 * torch.randn(C, generator=g)
+        if bias:
+            sd["transformer.ln_f.bias"] = 0.1 * torch.randn(C, generator=g)
+        sd["lm_head.weight"] = sd["transformer.wte.weight"]  # tied, one storage
+        logits = nanogpt_forward(sd, args, tokens)
+        ckpt = {"model": {prefix + k: v for k, v in sd.items()}, "model_args": args, "iter_num": 5000,
+                "best_val_loss": torch.tensor(1.5), "config": {"dataset": "openwebtext"}}
+        torch.save(ckpt, os.path.join(out, name))
+        expected["nanogpt"][name] = {"logits_shape": list(logits.shape), "logits": values(logits)}
 
 
 class Call:
