@@ -14,7 +14,10 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CC ?= cc
-CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+# -fPIC: the same objects make libspanprobe.a and libspanprobe.so (make install); without semantic
+# interposition, calls inside the library stay as direct (and inlinable) as in a PIE.
+CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror -fopenmp -fPIC -fno-semantic-interposition \
+          -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lm -fopenmp
 ifeq ($(SAN),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -53,7 +56,7 @@ ifeq ($(CUDA),1)
   # Hopper machine code (sm_90) plus compute_90 PTX that newer GPUs compile at load; warnings are
   # errors for both nvcc and the host compiler.
   NVCCFLAGS := -O2 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-               -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
+               -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC
   CFLAGS_CUDA := -DSP_HAVE_CUDA
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudart -lstdc++
 else
@@ -61,7 +64,7 @@ else
   CFLAGS_CUDA :=
 endif
 
-.PHONY: all tests test test-asan deps data test-data clean bench main fuzz
+.PHONY: all tests test test-asan deps data test-data clean bench main fuzz shared install uninstall
 all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
@@ -165,7 +168,7 @@ tests: $(BIN) $(BIN64) $(TESTS)
 # The test runner builds the fixtures through the tool itself, then runs every test binary
 # (TEST_JOBS=N: N at a time).
 test: $(BIN) $(BIN64) $(TESTS) fixtures test-data
-	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) tests/run_tests.sh $(TESTS)
+	@SPANPROBE_BIN=$(abspath $(BIN)) BUILD_DIR=$(abspath $(BUILD)) SPANPROBE_SAN=$(SAN) tests/run_tests.sh $(TESTS)
 
 test-asan:
 	$(MAKE) BUILD=build-asan SAN=1 test
@@ -203,6 +206,29 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_HELPERS) $(LIB32)
 data:
 	@tools/fetch_data.sh data
 	@tools/fetch_smollm2.sh data/models || echo "note: the SmolLM2 tests will be skipped"
+
+# ---- install (docs/install.md) ----
+# `make install PREFIX=/usr/local DESTDIR=`: the programs, libspanprobe.so (soname
+# libspanprobe.so.SO_MAJOR) and .a, the headers under include/spanprobe/, spanprobe.pc, man pages
+# (help2man) and the bash completion, every path listed in share/spanprobe/installed.txt, which
+# `make uninstall` removes exactly (tools/install.sh).
+PREFIX ?= /usr/local
+SO_MAJOR := 0
+VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' core/common.h)
+SHLIB := $(BUILD)/libspanprobe.so.$(VERSION)
+LIB_HEADERS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
+
+$(SHLIB): $(OBJ32) $(CU_OBJ)
+	$(CC) -shared -Wl,-soname,libspanprobe.so.$(SO_MAJOR) -o $@ $^ $(LDLIBS)
+
+shared: $(SHLIB)
+
+install: $(BIN) $(BIN64) $(LIB32) $(SHLIB)
+	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" VERSION="$(VERSION)" SO_MAJOR="$(SO_MAJOR)" \
+		HEADERS="$(LIB_HEADERS)" PC_CFLAGS="$(PKG_CFLAGS)" PC_LIBS_PRIVATE="$(LDLIBS)" tools/install.sh install
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" tools/install.sh uninstall
 
 clean:
 	rm -rf build build-asan $(FUZZ_BUILD)

@@ -11,7 +11,7 @@ static const sp_command commands[] = {
     {"init", "create a freshly initialized checkpoint from model options", sp_cmd_init},
     {"inspect", "describe a checkpoint, activation dump or report: format, config, tensor table", sp_cmd_inspect},
     {"train", "train a model on a text file: checkpoints, training log, exact resume", sp_cmd_train},
-    {"import", "convert a llama2.c checkpoint or a Hugging Face model directory into a spanprobe checkpoint", sp_cmd_import},
+    {"import", "convert a llama2.c, Hugging Face, GGUF or nanoGPT model into a spanprobe checkpoint", sp_cmd_import},
     {"tokenize", "print the token ids of a text under a model's tokenizer", sp_cmd_tokenize},
     {"generate", "print text from a checkpoint (greedy or sampled)", sp_cmd_generate},
     {"dump", "run a checkpoint on text or token ids and write every layer's activations", sp_cmd_dump},

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Installs the Debian packages spanprobe builds, tests and plots with (clang and libomp-dev: the
-# libFuzzer harnesses of `make fuzz`); fast when all are present.
+# Installs the Debian packages spanprobe builds, tests, installs and plots with (help2man: the man
+# pages of `make install`; clang and libomp-dev: the libFuzzer harnesses of `make fuzz`); fast when
+# all are present.
 set -eu
-PACKAGES="make gcc pkg-config libc6-dev libopenblas-dev liblapacke-dev libhdf5-dev libcjson-dev libpcre2-dev libicu-dev libssl-dev libcmocka-dev gnuplot-nox python3-pip clang libomp-dev"
+PACKAGES="make gcc pkg-config libc6-dev libopenblas-dev liblapacke-dev libhdf5-dev libcjson-dev libpcre2-dev libicu-dev libssl-dev libcmocka-dev gnuplot-nox python3-pip clang libomp-dev help2man binutils"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,103 @@
+/* `make install` into a temporary prefix, then a program of one's own built against it through
+ * pkg-config: examples/probe_model.c compiled with `pkg-config --cflags --libs spanprobe`, linked to
+ * libspanprobe.so.0 by its soname, runs a Hugging Face fixture and prints its loss; the man pages,
+ * the bash completion and the headers are where docs/install.md says; `make uninstall` leaves no
+ * file behind; with DESTDIR the same files are staged for the prefix the .pc file names. Runs in the plain build only (the sanitizer build's library needs its
+ * runtime in every program linked to it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support/scratch.h"
+
+/* Runs a shell command; its output (stdout and stderr) into *out when out is not NULL. */
+static int run(const char *cmd, char **out)
+{
+    char log[4200], full[40000];
+    scratch_path(log, sizeof log, "install_cmd.log");
+    snprintf(full, sizeof full, "(%s) >%s 2>&1", cmd, log);
+    int rc = system(full);
+    char *text = scratch_read_file(log, NULL);
+    if (rc != 0)
+        fprintf(stderr, "test_install: `%s` failed:\n%s\n", cmd, text ? text : "");
+    if (out)
+        *out = text;
+    else
+        free(text);
+    return rc;
+}
+
+/* make uninstall (with the same DESTDIR and PREFIX) leaves no file or link under dir. */
+static void uninstall_all(const char *destdir, const char *prefix, const char *dir)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "make -s uninstall DESTDIR=%s PREFIX=%s && test -z \"$(find %s -type f -o -type l)\"",
+             destdir, prefix, dir);
+    assert_int_equal(run(cmd, NULL), 0);
+}
+
+static void test_install_build_against_uninstall(void **state)
+{
+    (void)state;
+    const char *build = getenv("BUILD_DIR"), *san = getenv("SPANPROBE_SAN");
+    if (!build || !getenv("SPANPROBE_BIN"))
+        skip();
+    if (san && strcmp(san, "1") == 0) {
+        print_message("skipped under the sanitizers: the plain build installs\n");
+        skip();
+    }
+    char prefix[2048], cmd[32768];
+    scratch_path(prefix, sizeof prefix, "install_prefix");
+    snprintf(cmd, sizeof cmd, "rm -rf %s && make -s BUILD=%s install PREFIX=%s", prefix, build, prefix);
+    assert_int_equal(run(cmd, NULL), 0);
+    const char *files[] = {"bin/spanprobe", "bin/spanprobe-f64", "lib/libspanprobe.so", "lib/libspanprobe.so.0",
+                           "lib/libspanprobe.a", "lib/pkgconfig/spanprobe.pc", "include/spanprobe/model/model.h",
+                           "include/spanprobe/io/model_source.h", "share/man/man1/spanprobe.1",
+                           "share/man/man1/spanprobe-analyze.1", "share/bash-completion/completions/spanprobe"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[8400];
+        snprintf(path, sizeof path, "%s/%s", prefix, files[i]);
+        if (!scratch_file_exists(path))
+            fail_msg("%s: not installed", path);
+    }
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "export PKG_CONFIG_PATH=%s/lib/pkgconfig && "
+             "cc -std=c11 examples/probe_model.c $(pkg-config --cflags --libs spanprobe) -lm -o %s/probe_model && "
+             "readelf -d %s/probe_model | grep -q 'NEEDED.*libspanprobe.so.0' && "
+             "LD_LIBRARY_PATH=%s/lib %s/probe_model fixtures/hf/gpt2-f32 1 2 3 4 5",
+             prefix, prefix, prefix, prefix, prefix);
+    assert_int_equal(run(cmd, &out), 0);
+    assert_non_null(out);
+    if (!strstr(out, "loss ") || !strstr(out, "h_2 rms"))
+        fail_msg("probe_model printed:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -f %s/probe_model", prefix);
+    assert_int_equal(run(cmd, NULL), 0);
+    uninstall_all("", prefix, prefix);
+
+    /* DESTDIR stages the same files under it, for the prefix the .pc file names */
+    char stage[2048];
+    scratch_path(stage, sizeof stage, "install_stage");
+    snprintf(cmd, sizeof cmd,
+             "make -s BUILD=%s install DESTDIR=%s PREFIX=/opt/spanprobe && test -x %s/opt/spanprobe/bin/spanprobe && "
+             "grep -qx 'prefix=/opt/spanprobe' %s/opt/spanprobe/lib/pkgconfig/spanprobe.pc",
+             build, stage, stage, stage);
+    assert_int_equal(run(cmd, NULL), 0);
+    uninstall_all(stage, "/opt/spanprobe", stage);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", prefix, stage);
+    assert_int_equal(run(cmd, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_install_build_against_uninstall),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
