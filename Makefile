@@ -17,7 +17,7 @@ CC ?= cc
 # -fPIC: the same objects make libspanprobe.a and libspanprobe.so (make install); without semantic
 # interposition, calls inside the library stay as direct (and inlinable) as in a PIE.
 CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Werror -fopenmp -fPIC -fno-semantic-interposition \
-          -I. $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+          -I. -Iinclude $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lm -fopenmp
 ifeq ($(SAN),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -25,7 +25,7 @@ ifeq ($(SAN),1)
   CUDA := 0
 endif
 
-LIB_DIRS := core kernels kernels/cpu model io analyzers train check plots study
+LIB_DIRS := core kernels kernels/cpu model io analyzers train check plots study api
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 # The gnuplot templates plots/*.gp are compiled into the library as C strings (plots/README.md), so
 # the tool needs no installed data and draws from any working directory.
@@ -209,7 +209,8 @@ data:
 
 # ---- install (docs/install.md) ----
 # `make install PREFIX=/usr/local DESTDIR=`: the programs, libspanprobe.so (soname
-# libspanprobe.so.SO_MAJOR) and .a, the headers under include/spanprobe/, spanprobe.pc, man pages
+# libspanprobe.so.SO_MAJOR) and .a, the C API spanprobe/spanprobe.h and the modules' headers under
+# include/spanprobe/, spanprobe.pc, man pages
 # (help2man) and the bash completion, every path listed in share/spanprobe/installed.txt, which
 # `make uninstall` removes exactly (tools/install.sh).
 PREFIX ?= /usr/local
@@ -225,7 +226,8 @@ shared: $(SHLIB)
 
 install: $(BIN) $(BIN64) $(LIB32) $(SHLIB)
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" VERSION="$(VERSION)" SO_MAJOR="$(SO_MAJOR)" \
-		HEADERS="$(LIB_HEADERS)" PC_CFLAGS="$(PKG_CFLAGS)" PC_LIBS_PRIVATE="$(LDLIBS)" tools/install.sh install
+		API_HEADER=include/spanprobe/spanprobe.h HEADERS="$(LIB_HEADERS)" PC_CFLAGS="$(PKG_CFLAGS)" \
+		PC_LIBS_PRIVATE="$(LDLIBS)" tools/install.sh install
 
 uninstall:
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" tools/install.sh uninstall

@@ -1,6 +1,7 @@
-/* `make install` into a temporary prefix, then a program of one's own built against it through
+/* `make install` into a temporary prefix, then programs of one's own built against it through
  * pkg-config: examples/probe_model.c compiled with `pkg-config --cflags --libs spanprobe`, linked to
- * libspanprobe.so.0 by its soname, runs a Hugging Face fixture and prints its loss; the man pages,
+ * libspanprobe.so.0 by its soname, runs a Hugging Face fixture and prints its loss, and
+ * examples/train_and_probe.c trains through the C API (spanprobe/spanprobe.h) and probes; the man pages,
  * the bash completion and the headers are where docs/install.md says; `make uninstall` leaves no
  * file behind; with DESTDIR the same files are staged for the prefix the .pc file names. Runs in the plain build only (the sanitizer build's library needs its
  * runtime in every program linked to it). */
@@ -56,7 +57,8 @@ static void test_install_build_against_uninstall(void **state)
     snprintf(cmd, sizeof cmd, "rm -rf %s && make -s BUILD=%s install PREFIX=%s", prefix, build, prefix);
     assert_int_equal(run(cmd, NULL), 0);
     const char *files[] = {"bin/spanprobe", "bin/spanprobe-f64", "lib/libspanprobe.so", "lib/libspanprobe.so.0",
-                           "lib/libspanprobe.a", "lib/pkgconfig/spanprobe.pc", "include/spanprobe/model/model.h",
+                           "lib/libspanprobe.a", "lib/pkgconfig/spanprobe.pc", "include/spanprobe/spanprobe.h",
+                           "include/spanprobe/model/model.h",
                            "include/spanprobe/io/model_source.h", "share/man/man1/spanprobe.1",
                            "share/man/man1/spanprobe-analyze.1", "share/bash-completion/completions/spanprobe"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -77,7 +79,17 @@ static void test_install_build_against_uninstall(void **state)
     if (!strstr(out, "loss ") || !strstr(out, "h_2 rms"))
         fail_msg("probe_model printed:\n%s", out);
     free(out);
-    snprintf(cmd, sizeof cmd, "rm -f %s/probe_model", prefix);
+    /* the C API: a training loop of one's own, probed every 10 steps */
+    snprintf(cmd, sizeof cmd,
+             "export PKG_CONFIG_PATH=%s/lib/pkgconfig && "
+             "cc -std=c11 examples/train_and_probe.c $(pkg-config --cflags --libs spanprobe) -o %s/train_and_probe && "
+             "LD_LIBRARY_PATH=%s/lib %s/train_and_probe 20 10",
+             prefix, prefix, prefix, prefix);
+    assert_int_equal(run(cmd, &out), 0);
+    if (!strstr(out, "step 20: loss "))
+        fail_msg("train_and_probe printed:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -f %s/probe_model %s/train_and_probe", prefix, prefix);
     assert_int_equal(run(cmd, NULL), 0);
     uninstall_all("", prefix, prefix);
 

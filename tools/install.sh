@@ -1,10 +1,11 @@
 #!/bin/sh
 # tools/install.sh install|uninstall: what `make install` and `make uninstall` do (docs/install.md).
-# Environment (the Makefile sets it): DESTDIR, PREFIX, BUILD, VERSION, SO_MAJOR, HEADERS (the library's
-# headers, paths from the repository root), PC_CFLAGS, PC_LIBS_PRIVATE.
+# Environment (the Makefile sets it): DESTDIR, PREFIX, BUILD, VERSION, SO_MAJOR, API_HEADER (the C
+# API, include/spanprobe/spanprobe.h), HEADERS (the library's module headers, paths from the
+# repository root), PC_CFLAGS, PC_LIBS_PRIVATE.
 # install: the two programs, libspanprobe.so.VERSION with its soname link libspanprobe.so.SO_MAJOR and
-# libspanprobe.so, libspanprobe.a, the headers under include/spanprobe/ (as in the source tree: the
-# library includes them as "core/common.h"), lib/pkgconfig/spanprobe.pc, man pages made by help2man
+# libspanprobe.so, libspanprobe.a, the C API as include/spanprobe/spanprobe.h, the module headers
+# under include/spanprobe/ too (as in the source tree: they include each other as "core/common.h"), lib/pkgconfig/spanprobe.pc, man pages made by help2man
 # from --help (spanprobe.1, spanprobe-f64.1, spanprobe-COMMAND.1 for every command) and the bash
 # completion; every path written is listed in share/spanprobe/installed.txt.
 # uninstall: removes exactly the paths that list names, then the directories it leaves empty.
@@ -45,6 +46,7 @@ put 644 "$BUILD/libspanprobe.so.$VERSION" "lib/libspanprobe.so.$VERSION"
 link "libspanprobe.so.$VERSION" "lib/libspanprobe.so.$SO_MAJOR"
 link "libspanprobe.so.$SO_MAJOR" lib/libspanprobe.so
 put 644 "$BUILD/libspanprobe.a" lib/libspanprobe.a
+put 644 "$API_HEADER" include/spanprobe/spanprobe.h
 for h in $HEADERS; do
     put 644 "$h" "include/spanprobe/$h"
 done
@@ -58,7 +60,7 @@ includedir=\${prefix}/include
 Name: spanprobe
 Description: layer-wise diagnostics of Transformer depth (the library behind the spanprobe command)
 Version: $VERSION
-Cflags: -I\${includedir}/spanprobe $PC_CFLAGS
+Cflags: -I\${includedir} -I\${includedir}/spanprobe $PC_CFLAGS
 Libs: -L\${libdir} -lspanprobe
 Libs.private: $PC_LIBS_PRIVATE
 PC
