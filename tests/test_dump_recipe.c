@@ -1,4 +1,4 @@
-/* The h5py recipe (tools/dump_recipe/write_dump.py; docs/formats.md, "Writing a dump from any
+/* The h5py recipe (spanprobe.capture, python/spanprobe/dump.py; docs/formats.md, "Writing a dump from any
  * framework"): its committed output fixtures/dump_recipe/llama.h5 opens with the dump reader with
  * the structure its README describes and finite values, is not taken for a final norm's output, and
  * `inspect` and `analyze` read it without a warning; each excerpt of the recipe in docs/formats.md
@@ -18,7 +18,7 @@
 #include "support/scratch.h"
 
 #define FIXTURE "fixtures/dump_recipe/llama.h5"
-#define RECIPE "tools/dump_recipe/write_dump.py"
+#define RECIPE "python/spanprobe/dump.py"
 #define EXCERPT_START "```python\n# " RECIPE " (excerpt)\n"
 
 enum { L = 2, D = 8, DFF = 16, ROWS = 2 * 24 };
@@ -39,7 +39,7 @@ static void test_structure(void **state)
     assert_int_equal(info->seq_len, 24);
     assert_true(info->has_ffn_latent && info->float16);
     assert_false(info->has_sum_a || info->has_sum_z || info->has_logits); /* a pre-norm model: no /presum */
-    assert_non_null(strstr(info->source, RECIPE));
+    assert_non_null(strstr(info->source, "spanprobe.capture"));
 
     int32_t tokens[ROWS];
     sp_real rows[ROWS * DFF];

@@ -1,4 +1,5 @@
-"""Checks write_dump.py numerically on tiny random models, and spanprobe on its dumps.
+"""Checks spanprobe.capture (python/spanprobe/dump.py) numerically on tiny random models, and
+spanprobe on its dumps.
 
     python tools/dump_recipe/check_recipe.py [--spanprobe build/spanprobe] [--out DIR]
 
@@ -26,8 +27,9 @@ import torch
 import transformers
 from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from write_dump import write_dump  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "python"))
+from spanprobe.dump import capture  # noqa: E402
 
 D, LAYERS, VOCAB, BATCH, SEQ = 32, 3, 128, 8, 32
 
@@ -145,10 +147,10 @@ def main():
             presum_norms = {"sum_a": [layers[0].attention.output.LayerNorm, None,
                                       layers[2].attention.output.LayerNorm],
                             "sum_z": [layer.output.LayerNorm for layer in layers]}
-            write_dump(path, model, ids, batch_size=3, presum_norms=presum_norms)
+            capture(model, ids, path, batch_size=3, presum_norms=presum_norms)
             check_bert(model, ids, path)
         else:
-            write_dump(path, model, ids, batch_size=3, logits=True)
+            capture(model, ids, path, batch_size=3, logits=True)
             check_llama_gpt2(name, model, ids, path)
         if not args.spanprobe:
             continue

@@ -1,5 +1,5 @@
-"""Writes a spanprobe activation dump (docs/formats.md, "Activation dump") from a PyTorch model, such
-as a Hugging Face transformers one, with forward hooks.
+"""spanprobe.dump: a spanprobe activation dump (docs/formats.md, "Activation dump") from a PyTorch
+model, such as a Hugging Face transformers one, with forward hooks.
 
 Why hooks, not output_hidden_states: the last entry of a Hugging Face model's hidden_states is taken
 after the final norm (GPT-2's ln_f, Llama's model.norm, ...), while spanprobe's h_L is the last
@@ -13,12 +13,17 @@ The hooks capture, on every forward pass:
                SwiGLU: act(gate) * up)
   presums      post-norm-like blocks only, optional: the sums entering a block's normalizations
 
-    from write_dump import write_dump
-    write_dump("dump.h5", model, input_ids)    # input_ids: LongTensor [batch, seq], no padding
+    import spanprobe
+    spanprobe.capture(model, input_ids, "dump.h5")    # input_ids: LongTensor [batch, seq], no padding
 
-then `spanprobe inspect dump.h5` and `spanprobe analyze dump.h5 --out report.h5`. Needs torch, numpy
-and h5py; `python write_dump.py OUT_DIR [--float16]` (transformers too) writes demo dumps of a tiny
-random Llama and GPT-2. check_recipe.py checks this file numerically.
+then `spanprobe inspect dump.h5` and `spanprobe analyze dump.h5 --out report.h5`. The blocks are
+found for the Hugging Face families spanprobe knows (the ModuleList of num_hidden_layers modules;
+the down projection by its name in DOWN_PROJ_NAMES); any other model passes blocks= and
+down_projs= explicitly. Batches are written as they are computed (streaming to disk), as float32 or
+float16; float16 refuses a batch holding a value beyond its range (or any non-finite value) instead
+of storing infinities. Needs torch, numpy and h5py. `python -m spanprobe.dump OUT_DIR
+[--float16]` (transformers too) writes demo dumps of a tiny random Llama and GPT-2;
+tools/dump_recipe/check_recipe.py checks this module numerically.
 """
 import argparse
 import os
@@ -85,7 +90,14 @@ class ActivationHooks:
                 store[index] = _cpu(args[0])
             return hook
 
-        self.handles = [self.blocks[0].register_forward_pre_hook(keep_h0, with_kwargs=True)]
+        try:
+            self.handles = [self.blocks[0].register_forward_pre_hook(keep_h0, with_kwargs=True)]
+        except TypeError:  # torch before 2.0 (Debian's 1.13): pre-hooks see positional arguments only
+            def keep_h0_positional(module, args):
+                if not args:
+                    raise ValueError("block 0 got its input by keyword: this torch cannot see it (torch >= 2.0 can)")
+                self.hidden[0] = _cpu(args[0])
+            self.handles = [self.blocks[0].register_forward_pre_hook(keep_h0_positional)]
         for layer, block in enumerate(self.blocks):
             self.handles.append(block.register_forward_hook(keep_output(self.hidden, layer + 1)))
         for layer, proj in enumerate(down_projs):
@@ -139,18 +151,38 @@ def _rows(tensor):
     return tensor.reshape(-1, tensor.shape[-1]).numpy()
 
 
-def write_dump(path, model, input_ids, batch_size=8, dtype=np.float32, logits=False, source=None,
-               blocks=None, down_projs=None, presum_norms=None):
+FLOAT16_MAX = 65504.0
+
+
+def _checked(values, dtype, what):
+    """values as dtype; float16 refuses what it cannot hold (the dump would record inf)."""
+    if dtype == np.float16:
+        bad = ~np.isfinite(values) | (np.abs(values) > FLOAT16_MAX)
+        if bad.any():
+            worst = float(np.nanmax(np.abs(np.where(np.isfinite(values), values, np.inf))))
+            raise ValueError(f"{what}: {int(bad.sum())} values beyond float16's range (max |value| {worst:g} > "
+                             f"{FLOAT16_MAX:g}, or not finite): write this dump as float32")
+    return values.astype(dtype)
+
+
+def capture(model, input_ids, path, batch_size=8, dtype=np.float32, logits=False, source=None,
+            blocks=None, down_projs=None, presum_norms=None, vocab_size=None):
     """Runs model on input_ids (LongTensor [batch, seq], every sequence the same length) batch_size
     sequences at a time and writes each batch's activations as it goes; atomic (a temporary file
-    renamed into place). dtype: np.float32 or np.float16; logits: also write model(...).logits;
-    blocks, down_projs, presum_norms: as for ActivationHooks."""
+    renamed into place, removed on any failure). dtype: np.float32 or np.float16 (a value beyond
+    float16's range is a ValueError naming the array and layer); logits: also write
+    model(...).logits; blocks, down_projs, presum_norms: as for ActivationHooks; vocab_size: the
+    model's (a Hugging Face model's config says it; any other model passes it)."""
+    if vocab_size is None:
+        vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
+        if vocab_size is None:
+            raise ValueError("the model has no config.vocab_size: pass vocab_size=")
     tokens = input_ids.cpu().numpy().astype(np.int32)
     batch, seq = tokens.shape
     model.eval()
     hooks = ActivationHooks(model, blocks, down_projs, presum_norms)
     if source is None:
-        source = f"tools/dump_recipe/write_dump.py: {type(model).__name__}, forward hooks (h_L before the final norm)"
+        source = f"spanprobe.capture: {type(model).__name__}, forward hooks (h_L before the final norm)"
     tmp = path + ".tmp"
     try:
         with hooks, torch.no_grad(), h5py.File(tmp, "w") as f:
@@ -162,18 +194,19 @@ def write_dump(path, model, input_ids, batch_size=8, dtype=np.float32, logits=Fa
             for start in range(0, batch, batch_size):
                 out = model(input_ids[start:start + batch_size])
                 if arrays is None:
-                    arrays = _create_arrays(f, hooks, presum_norms, model.config.vocab_size, logits, dtype)
+                    arrays = _create_arrays(f, hooks, presum_norms, vocab_size, logits, dtype)
                 r0, r1 = start * seq, min(batch, start + batch_size) * seq
                 for layer, h in enumerate(hooks.hidden):
-                    arrays["hidden/0"][layer, r0:r1] = _rows(h)
+                    arrays["hidden/0"][layer, r0:r1] = _checked(_rows(h), dtype, f"h_{layer}")
                 for layer, latent in enumerate(hooks.ffn):
-                    arrays["ffn_latent"][layer, r0:r1] = _rows(latent)
+                    arrays["ffn_latent"][layer, r0:r1] = _checked(_rows(latent), dtype, f"ffn_latent {layer}")
                 for name, sums in hooks.presum.items():
                     for layer, s in enumerate(sums):
                         if s is not None:
-                            arrays[f"presum/{name}"][layer, r0:r1] = _rows(s)
+                            arrays[f"presum/{name}"][layer, r0:r1] = _checked(_rows(s), dtype, f"{name} {layer}")
                 if logits:
-                    arrays["logits"][r0:r1] = _rows(out.logits.float().cpu())
+                    out = getattr(out, "logits", out)  # a Hugging Face output, or the logits themselves
+                    arrays["logits"][r0:r1] = _checked(_rows(out.float().cpu()), dtype, "logits")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -206,9 +239,9 @@ def main():
     ids = torch.randint(0, 64, (args.batch, args.seq), generator=torch.Generator().manual_seed(1))
     for name, model in tiny_models().items():
         path = os.path.join(args.out_dir, f"{name}.h5")
-        write_dump(path, model, ids, dtype=np.float16 if args.float16 else np.float32,
-                   source=f"tools/dump_recipe/write_dump.py demo: tiny random {name}, seed 0; "
-                          f"torch {torch.__version__}, transformers {transformers.__version__}")
+        capture(model, ids, path, dtype=np.float16 if args.float16 else np.float32,
+                source=f"spanprobe.capture demo: tiny random {name}, seed 0; "
+                       f"torch {torch.__version__}, transformers {transformers.__version__}")
         print(path)
 
 
