@@ -1,12 +1,17 @@
 #include "io/tensor_set.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "io/safetensors.h"
+#include "io/shard_index.h"
 #include "io/str_map.h"
+
+/* Indexes above this are rejected (as safetensors' own). */
+#define MAX_INDEX_BYTES ((size_t)100 << 20)
 
 /* A tensor of a state dict: what its view's reader needs. */
 typedef struct {
@@ -16,7 +21,8 @@ typedef struct {
 
 struct sp_tensor_set {
     sp_st_archive *st; /* one of these two holds the data */
-    sp_pt_file *pt;
+    sp_pt_file **pt;   /* [n_pt]: one file, or a sharded model's shards */
+    int n_pt;
     pt_tensor *pt_tensors;
     sp_tensor_view *views;
     int n;
@@ -29,7 +35,9 @@ void sp_tensor_set_close(sp_tensor_set *s)
     if (!s)
         return;
     sp_st_close(s->st);
-    sp_pt_close(s->pt);
+    for (int i = 0; i < s->n_pt; i++)
+        sp_pt_close(s->pt[i]);
+    free(s->pt);
     free(s->pt_tensors);
     free(s->views);
     sp_str_map_free(&s->by_name);
@@ -99,15 +107,10 @@ static sp_status pt_read(const void *tensor, size_t first, size_t count, sp_real
     return sp_pt_read(p->f, p->t, first, count, dst);
 }
 
-static sp_status fill_pt(sp_tensor_set *s, const sp_pk_value *dict, const char *strip)
+/* The n state dict entries of file f (a dict) into views[first ..], names without `strip`. */
+static sp_status fill_pt(sp_tensor_set *s, const sp_pt_file *f, const sp_pk_value *dict, const char *strip, int first)
 {
-    const char *path = sp_pt_path(s->pt);
-    if (!dict || dict->kind != SP_PK_DICT)
-        return sp_error(SP_ERR_INPUT, "%s: expected a state dict (a dict of tensors by name)", path);
-    SP_TRY(alloc_views(s, (int)dict->n));
-    s->pt_tensors = sp_calloc(dict->n ? dict->n : 1, sizeof *s->pt_tensors, "tensor list");
-    if (!s->pt_tensors)
-        return SP_ERR_NOMEM;
+    const char *path = sp_pt_path(f);
     const size_t strip_len = strip ? strlen(strip) : 0;
     for (size_t i = 0; i < dict->n; i++) {
         const sp_pk_value *key = dict->items[2 * i], *t = dict->items[2 * i + 1];
@@ -118,34 +121,106 @@ static sp_status fill_pt(sp_tensor_set *s, const sp_pk_value *dict, const char *
         const char *name = key->str;
         if (strip_len && strncmp(name, strip, strip_len) == 0)
             name += strip_len;
-        s->pt_tensors[i] = (pt_tensor){s->pt, t};
-        sp_tensor_view *v = &s->views[i];
+        pt_tensor *pt = &s->pt_tensors[first + (int)i];
+        *pt = (pt_tensor){f, t};
+        sp_tensor_view *v = &s->views[first + (int)i];
         *v = (sp_tensor_view){.file = path, .name = name, .dtype = sp_pk_dtype_name(t->dtype),
                               .nbytes = sp_pt_numel(t) * sp_pk_dtype_size(t->dtype), .rank = t->rank,
-                              .tensor = &s->pt_tensors[i], .read = pt_read};
+                              .tensor = pt, .read = pt_read};
         for (int k = 0; k < t->rank; k++)
             v->shape[k] = t->shape[k];
         s->bytes += v->nbytes;
     }
-    return index_names(s, path);
+    return SP_OK;
+}
+
+/* Room for the entries of the n_pt files' state dicts (dicts[k] of s->pt[k]), then filled. */
+static sp_status fill_pt_all(sp_tensor_set *s, const sp_pk_value *const *dicts, const char *strip)
+{
+    size_t total = 0;
+    for (int k = 0; k < s->n_pt; k++) {
+        if (!dicts[k] || dicts[k]->kind != SP_PK_DICT)
+            return sp_error(SP_ERR_INPUT, "%s: expected a state dict (a dict of tensors by name)", sp_pt_path(s->pt[k]));
+        total += dicts[k]->n;
+    }
+    if (total > INT32_MAX)
+        return sp_error(SP_ERR_INPUT, "%s: %zu tensors", sp_pt_path(s->pt[0]), total);
+    SP_TRY(alloc_views(s, (int)total));
+    s->pt_tensors = sp_calloc(total ? total : 1, sizeof *s->pt_tensors, "tensor list");
+    if (!s->pt_tensors)
+        return SP_ERR_NOMEM;
+    for (int k = 0, first = 0; k < s->n_pt; first += (int)dicts[k]->n, k++)
+        SP_TRY(fill_pt(s, s->pt[k], dicts[k], strip, first));
+    return index_names(s, sp_pt_path(s->pt[0]));
 }
 
 sp_status sp_tensor_set_open_pt(sp_pt_file *f, const sp_pk_value *dict, const char *strip, sp_tensor_set **out)
 {
     *out = NULL;
     sp_tensor_set *s = sp_calloc(1, sizeof *s, "tensor set");
-    if (!s) {
+    sp_pt_file **files = s ? sp_calloc(1, sizeof *files, "tensor set") : NULL;
+    if (!files) {
+        free(s);
         sp_pt_close(f);
         return SP_ERR_NOMEM;
     }
-    s->pt = f;
-    sp_status st = fill_pt(s, dict, strip);
+    s->pt = files;
+    s->pt[0] = f;
+    s->n_pt = 1;
+    sp_status st = fill_pt_all(s, &dict, strip);
     if (st != SP_OK) {
         sp_tensor_set_close(s);
         return st;
     }
     *out = s;
     return SP_OK;
+}
+
+/* Every tensor of the shards where the weight map puts it, and every tensor it names there. */
+static sp_status check_pt_shards(const char *path, const sp_shard_index *ix, const sp_tensor_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const sp_shard_entry *e = sp_shard_index_find(ix, s->views[i].name);
+        if (!e)
+            return sp_error(SP_ERR_INPUT, "%s: %s holds tensor '%s', which weight_map does not name", path,
+                            s->views[i].file, s->views[i].name);
+        if (strcmp(sp_pt_path(s->pt[e->shard]), s->views[i].file) != 0)
+            return sp_error(SP_ERR_INPUT, "%s: weight_map puts tensor '%s' in %s, but it is in %s", path, e->tensor,
+                            e->shard_name, s->views[i].file);
+    }
+    for (int i = 0; i < ix->n; i++)
+        if (!sp_tensor_set_find(s, ix->entries[i].tensor))
+            return sp_error(SP_ERR_INPUT, "%s: weight_map puts tensor '%s' in %s, which does not hold it", path,
+                            ix->entries[i].tensor, ix->entries[i].shard_name);
+    return SP_OK;
+}
+
+/* pytorch_model.bin.index.json and the shards it names. */
+static sp_status open_pt_index(const char *path, sp_tensor_set *s)
+{
+    sp_shard_index ix;
+    SP_TRY(sp_shard_index_read(path, MAX_INDEX_BYTES, &ix));
+    const sp_pk_value **dicts = NULL;
+    sp_status st = (s->pt = sp_calloc((size_t)ix.n_shards, sizeof *s->pt, "shard list")) &&
+                           (dicts = sp_calloc((size_t)ix.n_shards, sizeof *dicts, "shard list"))
+                       ? SP_OK
+                       : SP_ERR_NOMEM;
+    for (int k = 0; k < ix.n_shards && st == SP_OK; k++) {
+        char *shard = sp_shard_index_path(path, &ix, k);
+        st = shard ? sp_pt_open(shard, &s->pt[k]) : SP_ERR_NOMEM;
+        free(shard);
+        if (st == SP_OK) {
+            s->n_pt = k + 1;
+            dicts[k] = sp_pt_root(s->pt[k]);
+        }
+    }
+    if (st == SP_OK)
+        st = fill_pt_all(s, dicts, NULL);
+    if (st == SP_OK)
+        st = check_pt_shards(path, &ix, s);
+    free(dicts);
+    sp_shard_index_free(&ix);
+    return st;
 }
 
 /* ---- a directory ---- */
@@ -161,8 +236,8 @@ static int exists_in(const char *dir, const char *file)
 sp_status sp_tensor_set_open_dir(const char *dir, sp_tensor_set **out)
 {
     *out = NULL;
-    if (!exists_in(dir, "model.safetensors") && !exists_in(dir, "model.safetensors.index.json") &&
-        exists_in(dir, "pytorch_model.bin")) {
+    const int safetensors = exists_in(dir, "model.safetensors") || exists_in(dir, "model.safetensors.index.json");
+    if (!safetensors && exists_in(dir, "pytorch_model.bin")) {
         char path[4096];
         snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
         sp_pt_file *f;
@@ -172,7 +247,14 @@ sp_status sp_tensor_set_open_dir(const char *dir, sp_tensor_set **out)
     sp_tensor_set *s = sp_calloc(1, sizeof *s, "tensor set");
     if (!s)
         return SP_ERR_NOMEM;
-    sp_status st = open_safetensors(dir, s);
+    sp_status st;
+    if (!safetensors && exists_in(dir, "pytorch_model.bin.index.json")) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/pytorch_model.bin.index.json", dir);
+        st = open_pt_index(path, s);
+    } else {
+        st = open_safetensors(dir, s);
+    }
     if (st != SP_OK) {
         sp_tensor_set_close(s);
         return st;

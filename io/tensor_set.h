@@ -1,6 +1,6 @@
 /* io/tensor_set.h: the stored tensors of a model, whichever file holds them: safetensors (one file,
- * or shards with their index) or a PyTorch state dict (a Hugging Face pytorch_model.bin, the "model"
- * entry of a nanoGPT ckpt.pt), read through io/pt_file.h without running any of its code. Each
+ * or shards with their index) or PyTorch state dicts (a Hugging Face pytorch_model.bin or its shards,
+ * the "model" entry of a nanoGPT ckpt.pt), read through io/pt_file.h without running any of its code. Each
  * tensor is an sp_tensor_view (io/param_fill.h) whose reader converts to sp_real, so the importers
  * map names to parameters the same way whatever the container. */
 #ifndef SP_TENSOR_SET_H
@@ -12,7 +12,8 @@
 typedef struct sp_tensor_set sp_tensor_set;
 
 /* The weights of a model directory: model.safetensors (or model.safetensors.index.json and its
- * shards), else pytorch_model.bin. SP_ERR_INPUT naming the directory when it holds neither. */
+ * shards), else pytorch_model.bin (or pytorch_model.bin.index.json and its shards, which must hold
+ * exactly the tensors its weight map assigns them). */
 sp_status sp_tensor_set_open_dir(const char *dir, sp_tensor_set **out);
 /* The state dict `dict` of the open PyTorch file f (taken over: closed with the set, also on
  * failure): every key a string, every value a tensor. Keys that start with `strip` (may be NULL;

@@ -1,8 +1,10 @@
 /* Models from PyTorch files (tools/pt_fixtures/generate.py, fixtures/pt/):
  * - a Hugging Face directory holding pytorch_model.bin (torch.save of a transformers model's
- *   state_dict: the tied head's second key, the _metadata attribute) imports to the same parameters,
- *   bit for bit, as the model.safetensors it was made from (whose logits tests/test_hf_import.c
- *   checks against transformers), in float32 (GPT-2) and bfloat16 (Llama, RoPE rows reordered);
+ *   state_dict: the tied head's second key, the _metadata attribute), or its shards with
+ *   pytorch_model.bin.index.json, imports to the same parameters, bit for bit, as the
+ *   model.safetensors it was made from (whose logits tests/test_hf_import.c checks against
+ *   transformers), in float32 (GPT-2) and bfloat16 (Llama, RoPE rows reordered); an index that
+ *   contradicts its shards is one line;
  * - nanoGPT's ckpt.pt, with biases and the causal-mask buffer, and without biases with every key
  *   prefixed by torch.compile's "_orig_mod.", gives nanoGPT's logits (its forward pass in float64 in
  *   the generator) to float32 accuracy;
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -24,6 +27,7 @@
 #include "support/cli_expect.h"
 #include "support/json_file.h"
 #include "support/scratch.h"
+#include "support/tree.h"
 
 #define MARKER "/tmp/spanprobe-pt-marker"
 
@@ -39,8 +43,9 @@ static void test_hf_bin_same_as_safetensors(void **state)
 {
     (void)state;
     const char *pairs[][2] = {{"fixtures/pt/hf-gpt2-bin", "fixtures/hf/gpt2-f32"},
+                              {"fixtures/pt/hf-gpt2-bin-sharded", "fixtures/hf/gpt2-f32"},
                               {"fixtures/pt/hf-llama-bin", "fixtures/hf/llama-bf16"}};
-    for (size_t p = 0; p < 2; p++) {
+    for (size_t p = 0; p < 3; p++) {
         sp_ckpt_meta ma, mb;
         sp_model *a = load(pairs[p][0], &ma), *b = load(pairs[p][1], &mb);
         assert_int_equal(sp_model_n_params(a), sp_model_n_params(b));
@@ -63,6 +68,54 @@ static void test_hf_bin_same_as_safetensors(void **state)
         sp_ckpt_meta_free(&mb);
         sp_model_free(a);
         sp_model_free(b);
+    }
+}
+
+/* A copy of the sharded fixture whose index maps edit_tensor to edit_shard. */
+static void sharded_copy(const char *dir, const char *edit_tensor, const char *edit_shard)
+{
+    const char *files[] = {"config.json", "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"};
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (size_t i = 0; i < 3; i++) {
+        char from[4200], to[8400];
+        size_t len = 0;
+        snprintf(from, sizeof from, "fixtures/pt/hf-gpt2-bin-sharded/%s", files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        char *data = scratch_read_file(from, &len);
+        assert_non_null(data);
+        assert_int_equal(scratch_write_file(to, data, len), 0);
+        free(data);
+    }
+    cJSON *index = json_file_read("fixtures/pt/hf-gpt2-bin-sharded/pytorch_model.bin.index.json");
+    cJSON *map = cJSON_GetObjectItem(index, "weight_map");
+    cJSON_DeleteItemFromObject(map, edit_tensor);
+    cJSON_AddStringToObject(map, edit_tensor, edit_shard);
+    char *text = cJSON_Print(index), path[8400];
+    snprintf(path, sizeof path, "%s/pytorch_model.bin.index.json", dir);
+    assert_int_equal(scratch_write_file(path, text, strlen(text)), 0);
+    free(text);
+    cJSON_Delete(index);
+}
+
+/* An index that puts a tensor in the wrong shard, or names one no shard holds, is one line. */
+static void test_sharded_index_checked(void **state)
+{
+    (void)state;
+    struct {
+        const char *tensor, *shard, *expect;
+    } cases[] = {{"transformer.wte.weight", "pytorch_model-00001-of-00002.bin", "but it is in"},
+                 {"transformer.h.9.mlp.c_fc.weight", "pytorch_model-00002-of-00002.bin", "which does not hold it"}};
+    for (size_t i = 0; i < 2; i++) {
+        char dir[4200];
+        scratch_path(dir, sizeof dir, i ? "stale_index_missing" : "stale_index_moved");
+        sharded_copy(dir, cases[i].tensor, cases[i].shard);
+        sp_model *m = NULL;
+        sp_ckpt_meta meta;
+        assert_int_equal(sp_model_source_load(dir, sp_backend_cpu(), &m, &meta), SP_ERR_INPUT);
+        if (!strstr(sp_error_message(), cases[i].expect))
+            fail_msg("%s: expected \"%s\" in: %s", dir, cases[i].expect, sp_error_message());
+        sp_error_clear();
+        assert_int_equal(tree_remove(dir), 0);
     }
 }
 
@@ -144,6 +197,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_bin_same_as_safetensors),
+        cmocka_unit_test(test_sharded_index_checked),
         cmocka_unit_test(test_nanogpt_logits),
         cmocka_unit_test(test_commands_take_pt),
     };

@@ -3,7 +3,8 @@ in them (expected.json): every tensor's dtype, shape and values, and the other v
 Also the models spanprobe imports from PyTorch files:
 - hf-gpt2-bin/, hf-llama-bin/: the Hugging Face fixtures fixtures/hf/gpt2-f32 and llama-bf16 (made by
   tools/hf_fixtures) loaded with transformers and saved as torch.save(model.state_dict()), the old
-  pytorch_model.bin, beside their config.json: the import must give the same parameters as from
+  pytorch_model.bin, beside their config.json (and hf-gpt2-bin-sharded/: GPT-2's in two shards with
+  pytorch_model.bin.index.json): the import must give the same parameters as from
   model.safetensors (whose logits tools/hf_fixtures checks against transformers).
 - nanogpt.pt (bias=True, the causal-mask buffer kept) and nanogpt-nobias-compiled.pt (bias=False,
   every key prefixed "_orig_mod." as torch.compile leaves it): nanoGPT's ckpt.pt layout, with the
@@ -100,6 +101,21 @@ def hf_bins(out, expected):
         expected["hf_bins"] = expected.get("hf_bins", {})
         expected["hf_bins"][name] = {"same_as": "fixtures/hf/" + source,
                                      "keys": sorted(model.state_dict().keys())}
+        if name == "hf-gpt2-bin":  # the same state dict in two shards with their index, as transformers shards it
+            sharded = os.path.join(out, "hf-gpt2-bin-sharded")
+            os.makedirs(sharded, exist_ok=True)
+            shutil.copy(os.path.join(src, "config.json"), sharded)
+            sd = model.state_dict()
+            keys = sorted(sd)
+            shards = {"pytorch_model-00001-of-00002.bin": keys[:len(keys) // 2],
+                      "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2:]}
+            for shard, names in shards.items():
+                torch.save({k: sd[k] for k in names}, os.path.join(sharded, shard))
+            index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in sd.values())},
+                     "weight_map": {k: shard for shard, names in shards.items() for k in names}}
+            with open(os.path.join(sharded, "pytorch_model.bin.index.json"), "w") as f:
+                json.dump(index, f, indent=2, sort_keys=True)
+                f.write("\n")
 
 
 def nanogpt_forward(sd, args, idx):
