@@ -25,6 +25,19 @@ ifeq ($(SAN),1)
   CUDA := 0
 endif
 
+# MPI (docs/scaling.md): Open MPI's mpicc compiles everything where it is on the PATH, unless the
+# compiler is chosen on the command line (the fuzzing build's clang) or the sanitizers are on
+# (Open MPI's own allocations would fill the leak reports). `make MPI=0` builds without it; the
+# program is then the same minus `mpirun` support.
+MPICC ?= mpicc
+ifndef MPI
+  MPI := $(if $(filter command line,$(origin CC))$(filter 1,$(SAN)),0,$(if $(shell command -v $(MPICC) 2>/dev/null),1,0))
+endif
+ifeq ($(MPI),1)
+  CC := $(MPICC)
+  CFLAGS += -DSP_HAVE_MPI
+endif
+
 LIB_DIRS := core kernels kernels/cpu model io analyzers train check plots study api
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 # The gnuplot templates plots/*.gp are compiled into the library as C strings (plots/README.md), so
@@ -68,6 +81,9 @@ endif
 all: $(BIN) $(BIN64) cuda-note
 
 cuda-note:
+ifeq ($(MPI),0)
+	@echo "note: MPI skipped ($(if $(filter 1,$(SAN)),sanitizer build,mpicc not found, CC chosen or MPI=0)); mpirun runs N separate processes"
+endif
 ifeq ($(CUDA),0)
 	@echo "note: CUDA backend skipped ($(if $(filter 1,$(SAN)),sanitizer build,nvcc not found or CUDA=0)); building the CPU backend only"
 endif
@@ -193,7 +209,7 @@ FUZZ_HARNESSES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_ONLY ?= $(FUZZ_HARNESSES)
 
 fuzz:
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CUDA=0 EXTRA_CFLAGS="$(FUZZ_CFLAGS)" \
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CUDA=0 MPI=0 EXTRA_CFLAGS="$(FUZZ_CFLAGS)" \
 		$(FUZZ_ONLY:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TOTALS=$(FUZZ_TOTALS) fuzz/run.sh $(FUZZ_ONLY)
 

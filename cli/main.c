@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/mpi.h"
 
 static const sp_command commands[] = {
     {"init", "create a freshly initialized checkpoint from model options", sp_cmd_init},
@@ -70,26 +71,37 @@ static void wait_passively(int argc, char **argv)
     /* no /proc: run on with libgomp's default policy (the variable, set, reaches any worker forked later) */
 }
 
+/* The command's exit status, MPI ended first where it was started. */
+static int finish(int status)
+{
+    sp_mpi_stop();
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     wait_passively(argc, argv);
+    if (sp_mpi_start(&argc, &argv) != SP_OK) {
+        fprintf(stderr, "spanprobe: %s\n", sp_error_message());
+        return SP_ERR_INTERNAL;
+    }
     if (argc < 2) {
         fprintf(stderr, "spanprobe: expected a command: spanprobe <command> [options] (see spanprobe --help)\n");
-        return SP_ERR_USAGE;
+        return finish(SP_ERR_USAGE);
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         print_help();
-        return SP_OK;
+        return finish(SP_OK);
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("spanprobe %s (%s)\n", SP_VERSION, SP_REAL_NAME);
-        return SP_OK;
+        printf("spanprobe %s (%s)\nMPI: %s\n", SP_VERSION, SP_REAL_NAME, sp_mpi_library());
+        return finish(SP_OK);
     }
     for (size_t i = 0; i < SP_ARRAY_LEN(commands); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return check_stdout(commands[i].name, commands[i].run(argc - 1, argv + 1));
+            return finish(check_stdout(commands[i].name, commands[i].run(argc - 1, argv + 1)));
     char name[256];
     sp_escape_controls(argv[1], name, sizeof name);
     fprintf(stderr, "spanprobe: unknown command '%s' (see spanprobe --help)\n", name);
-    return SP_ERR_USAGE;
+    return finish(SP_ERR_USAGE);
 }

@@ -14,6 +14,7 @@
 
 #include "analyzers/driver.h"
 #include "analyzers/progress.h"
+#include "core/mpi.h"
 #include "io/dirs.h"
 #include "plots/plot.h"
 #include "study/presets.h"
@@ -347,22 +348,54 @@ static void runs_tick(void *ctx, int n, const int *task, const double *seconds)
     fflush(stdout);
 }
 
+/* Under MPI, this rank's share of the distinct runs first[0..n): ordered by their planned cost,
+ * largest first, dealt round-robin over the ranks (a plan-only order, the same on every rank
+ * whatever each one has seen on disk), into mine[0..*n_mine). */
+static void my_share(const study_state *s, const int *first, int n, int *mine, int *n_mine)
+{
+    const int ranks = sp_mpi_size(), rank = sp_mpi_rank();
+    int *order = mine; /* sorted in place, then compacted: position j goes to rank j % ranks */
+    for (int j = 0; j < n; j++) {
+        const double c = run_cost(&s->runs[first[j]], &s->aopt);
+        int k = j;
+        while (k > 0 && run_cost(&s->runs[order[k - 1]], &s->aopt) < c) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = first[j];
+    }
+    *n_mine = 0;
+    for (int j = 0; j < n; j++)
+        if (j % ranks == rank)
+            mine[(*n_mine)++] = order[j];
+}
+
 /* The distinct runs first[0..n) of a group: in this process one after another, or by s->jobs
- * workers at a time, the costliest first. */
+ * workers at a time, the costliest first; under MPI only this rank's share of them. */
 static sp_status work_group(study_state *s, const int *first, int n)
 {
     sp_status st = SP_OK;
+    int *mine = NULL;
+    if (sp_mpi_size() > 1) {
+        if (!(mine = malloc((size_t)(n ? n : 1) * sizeof *mine)))
+            return sp_error(SP_ERR_NOMEM, "study: out of memory");
+        my_share(s, first, n, mine, &n);
+        first = mine;
+    }
     if (s->jobs <= 1) {
         for (int j = 0; j < n && st == SP_OK; j++) {
             const double t0 = sp_clock_seconds();
             st = work_run(s, first[j]);
             run_done(s, first[j], st, sp_clock_seconds() - t0);
         }
+        free(mine);
         return st;
     }
     int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-    if (!order)
+    if (!order) {
+        free(mine);
         return sp_error(SP_ERR_NOMEM, "study: out of memory");
+    }
     for (int j = 0; j < n; j++) { /* insertion sort by cost, largest first (runs of equal cost keep their order) */
         int k = j;
         while (k > 0 && s->cost[order[k - 1]] < s->cost[first[j]]) {
@@ -373,6 +406,24 @@ static sp_status work_group(study_state *s, const int *first, int n)
     }
     st = sp_workers_run(n, order, s->jobs, s->threads_per_job, work_run, run_done, runs_tick, TICK_SECONDS, s);
     free(order);
+    free(mine);
+    return st;
+}
+
+/* Under MPI every rank reaches this once per group, whatever happened to it: the group's status
+ * agreed (the worst), so that no rank waits for one that stopped; a rank whose own work went well
+ * names the failure as another's. Then every run of the group is read back from its directory: the
+ * other ranks' outcomes (diverged or not), which the summary and the later groups need. */
+static sp_status agree(study_state *s, sp_status st, const int *fresh, int n_fresh)
+{
+    if (sp_mpi_size() <= 1)
+        return st;
+    const int worst = sp_mpi_max_int((int)st);
+    if (worst != SP_OK && st == SP_OK)
+        st = sp_error((sp_status)worst, "study: another rank failed (its error is on its standard error); run the "
+                                        "same command again to continue");
+    for (int j = 0; j < n_fresh && st == SP_OK; j++)
+        share_left(s->dirs[fresh[j]], &s->runs[fresh[j]], &s->diverged[fresh[j]]);
     return st;
 }
 
@@ -412,13 +463,16 @@ static sp_status expand_plan(study_state *s, sp_study_run_spec **planned, int *n
     return st;
 }
 
+/* The plan's cost and the rate assumed until measured; printed by rank 0 (the only one under MPI). */
 static void print_plan(study_state *s, const sp_study_run_spec *planned)
 {
+    const int say = sp_mpi_rank() == 0;
     const int cuda = planned[0].opt.device == SP_DEVICE_CUDA;
     s->assumed_rate = cuda ? ASSUMED_GPU_FLOPS : ASSUMED_CPU_FLOPS_PER_THREAD * s->jobs * s->threads_per_job;
-    printf("study %s: %d runs into %s, %d at a time with %d thread%s each (interrupted? run the same command "
-           "again to continue)\n", s->p->name, s->n_planned, s->o->out, s->jobs, s->threads_per_job,
-           s->threads_per_job > 1 ? "s" : "");
+    if (say)
+        printf("study %s: %d runs into %s, %d at a time with %d thread%s each%s (interrupted? run the same command "
+               "again to continue)\n", s->p->name, s->n_planned, s->o->out, s->jobs, s->threads_per_job,
+               s->threads_per_job > 1 ? "s" : "", sp_mpi_size() > 1 ? " on each MPI rank" : "");
     double total = 0;
     for (int k = 0; k < s->n_planned; k++) {
         const sp_study_run_spec *r = &planned[k];
@@ -428,17 +482,19 @@ static void print_plan(study_state *s, const sp_study_run_spec *planned)
         const double cost = run_cost(r, &s->aopt);
         total += left * cost;
         format_duration(cost / s->assumed_rate, t, sizeof t);
-        printf("  %2d. %-34s group %d, %3d layers, d_model %d, %lld steps: %s%s\n", k + 1, r->name, r->group + 1,
-               r->cfg.n_layers, r->cfg.d_model, (long long)r->opt.steps, left == 0 ? "done earlier" : t,
-               left > 0 && left < 1 ? " (partly done)" : "");
+        if (say)
+            printf("  %2d. %-34s group %d, %3d layers, d_model %d, %lld steps: %s%s\n", k + 1, r->name, r->group + 1,
+                   r->cfg.n_layers, r->cfg.d_model, (long long)r->opt.steps, left == 0 ? "done earlier" : t,
+                   left > 0 && left < 1 ? " (partly done)" : "");
     }
     s->cost_left = total;
     char t[32];
     format_duration(total / s->assumed_rate, t, sizeof t);
-    printf("study %s: estimated time left: %s (at an assumed %.0f GFLOP/s%s; refined as runs finish)%s\n",
-           s->p->name, t, s->assumed_rate / 1e9, cuda ? " on the GPU" : " on the CPU threads",
-           sp_study_n_groups(s->p) > 1 ? "; runs at lr 'best' take their variant's best learning rate from the "
-                                         "earlier groups" : "");
+    if (say)
+        printf("study %s: estimated time left: %s (at an assumed %.0f GFLOP/s%s; refined as runs finish)%s\n",
+               s->p->name, t, s->assumed_rate / 1e9, cuda ? " on the GPU" : " on the CPU threads",
+               sp_study_n_groups(s->p) > 1 ? "; runs at lr 'best' take their variant's best learning rate from the "
+                                             "earlier groups" : "");
     fflush(stdout);
 }
 
@@ -471,8 +527,14 @@ static sp_status run_all(study_state *s)
         }
         if (st == SP_OK)
             st = work_group(s, fresh, n_fresh);
+        st = agree(s, st, fresh, n_fresh);
         free(fresh);
         free(runs);
+    }
+    if (st == SP_OK && sp_mpi_rank() > 0) { /* rank 0 draws and sums up, once every rank is done */
+        for (int g = 0; g < n_groups; g++)
+            free(members[g]);
+        return SP_OK;
     }
     if (st == SP_OK)
         st = draw(s->o, NULL, s->n, (const char *const *)s->dirs);

@@ -15,23 +15,7 @@
 #include <cmocka.h>
 
 #include "support/scratch.h"
-
-/* Runs a shell command; its output (stdout and stderr) into *out when out is not NULL. */
-static int run(const char *cmd, char **out)
-{
-    char log[4200], full[40000];
-    scratch_path(log, sizeof log, "install_cmd.log");
-    snprintf(full, sizeof full, "(%s) >%s 2>&1", cmd, log);
-    int rc = system(full);
-    char *text = scratch_read_file(log, NULL);
-    if (rc != 0)
-        fprintf(stderr, "test_install: `%s` failed:\n%s\n", cmd, text ? text : "");
-    if (out)
-        *out = text;
-    else
-        free(text);
-    return rc;
-}
+#include "support/shell.h"
 
 /* make uninstall (with the same DESTDIR and PREFIX) leaves no file or link under dir. */
 static void uninstall_all(const char *destdir, const char *prefix, const char *dir)
@@ -39,7 +23,7 @@ static void uninstall_all(const char *destdir, const char *prefix, const char *d
     char cmd[16384];
     snprintf(cmd, sizeof cmd, "make -s uninstall DESTDIR=%s PREFIX=%s && test -z \"$(find %s -type f -o -type l)\"",
              destdir, prefix, dir);
-    assert_int_equal(run(cmd, NULL), 0);
+    assert_int_equal(shell_run(cmd, NULL), 0);
 }
 
 static void test_install_build_against_uninstall(void **state)
@@ -55,7 +39,7 @@ static void test_install_build_against_uninstall(void **state)
     char prefix[2048], cmd[32768];
     scratch_path(prefix, sizeof prefix, "install_prefix");
     snprintf(cmd, sizeof cmd, "rm -rf %s && make -s BUILD=%s install PREFIX=%s", prefix, build, prefix);
-    assert_int_equal(run(cmd, NULL), 0);
+    assert_int_equal(shell_run(cmd, NULL), 0);
     const char *files[] = {"bin/spanprobe", "bin/spanprobe-f64", "lib/libspanprobe.so", "lib/libspanprobe.so.0",
                            "lib/libspanprobe.a", "lib/pkgconfig/spanprobe.pc", "include/spanprobe/spanprobe.h",
                            "include/spanprobe/model/model.h",
@@ -74,7 +58,7 @@ static void test_install_build_against_uninstall(void **state)
              "readelf -d %s/probe_model | grep -q 'NEEDED.*libspanprobe.so.0' && "
              "LD_LIBRARY_PATH=%s/lib %s/probe_model fixtures/hf/gpt2-f32 1 2 3 4 5",
              prefix, prefix, prefix, prefix, prefix);
-    assert_int_equal(run(cmd, &out), 0);
+    assert_int_equal(shell_run(cmd, &out), 0);
     assert_non_null(out);
     if (!strstr(out, "loss ") || !strstr(out, "h_2 rms"))
         fail_msg("probe_model printed:\n%s", out);
@@ -85,12 +69,12 @@ static void test_install_build_against_uninstall(void **state)
              "cc -std=c11 examples/train_and_probe.c $(pkg-config --cflags --libs spanprobe) -o %s/train_and_probe && "
              "LD_LIBRARY_PATH=%s/lib %s/train_and_probe 20 10",
              prefix, prefix, prefix, prefix);
-    assert_int_equal(run(cmd, &out), 0);
+    assert_int_equal(shell_run(cmd, &out), 0);
     if (!strstr(out, "step 20: loss "))
         fail_msg("train_and_probe printed:\n%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "rm -f %s/probe_model %s/train_and_probe", prefix, prefix);
-    assert_int_equal(run(cmd, NULL), 0);
+    assert_int_equal(shell_run(cmd, NULL), 0);
     uninstall_all("", prefix, prefix);
 
     /* DESTDIR stages the same files under it, for the prefix the .pc file names */
@@ -100,10 +84,10 @@ static void test_install_build_against_uninstall(void **state)
              "make -s BUILD=%s install DESTDIR=%s PREFIX=/opt/spanprobe && test -x %s/opt/spanprobe/bin/spanprobe && "
              "grep -qx 'prefix=/opt/spanprobe' %s/opt/spanprobe/lib/pkgconfig/spanprobe.pc",
              build, stage, stage, stage);
-    assert_int_equal(run(cmd, NULL), 0);
+    assert_int_equal(shell_run(cmd, NULL), 0);
     uninstall_all(stage, "/opt/spanprobe", stage);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", prefix, stage);
-    assert_int_equal(run(cmd, NULL), 0);
+    assert_int_equal(shell_run(cmd, NULL), 0);
 }
 
 int main(void)

@@ -3,7 +3,7 @@
 # pages of `make install`; clang and libomp-dev: the libFuzzer harnesses of `make fuzz`); fast when
 # all are present.
 set -eu
-PACKAGES="make gcc pkg-config libc6-dev libopenblas-dev liblapacke-dev libhdf5-dev libcjson-dev libpcre2-dev libicu-dev libssl-dev libcmocka-dev gnuplot-nox python3-pip clang libomp-dev help2man binutils python3-h5py"
+PACKAGES="make gcc pkg-config libc6-dev libopenblas-dev liblapacke-dev libhdf5-dev libcjson-dev libpcre2-dev libicu-dev libssl-dev libcmocka-dev gnuplot-nox python3-pip clang libomp-dev help2man binutils python3-h5py openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

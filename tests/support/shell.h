@@ -1,0 +1,10 @@
+/* tests/support/shell.h: a shell command line run by a test (make, mpirun, a compiler), its output
+ * kept. */
+#ifndef SP_TEST_SHELL_H
+#define SP_TEST_SHELL_H
+
+/* Runs cmd with sh -c, stdout and stderr together into *out (malloc'd; out may be NULL); on a
+ * non-zero status the command and its output go to stderr. Returns the status as system() does. */
+int shell_run(const char *cmd, char **out);
+
+#endif
