@@ -130,7 +130,7 @@ static sp_status run(int argc, char **argv, unsigned char *consumed)
     SP_TRY(parse_options(argc, argv, consumed, &cfg, &opt));
     if (stored)
         SP_TRY(check_resume(&cfg0, &opt0, &cfg, &opt, step));
-    return sp_train_run(&cfg, &opt, resume ? resume : out, resume && ckpt[0] ? ckpt : NULL);
+    return sp_train_run_mpi(&cfg, &opt, resume ? resume : out, resume && ckpt[0] ? ckpt : NULL);
 }
 
 int sp_cmd_train(int argc, char **argv)

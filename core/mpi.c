@@ -56,6 +56,32 @@ int sp_mpi_max_int(int v)
     return out;
 }
 
+/* Reduces then broadcasts count elements of type in place, in chunks MPI's int counts can hold. */
+static sp_status sum_in_place(void *x, size_t n, size_t elem, MPI_Datatype type)
+{
+    const size_t chunk = (size_t)1 << 30;
+    for (size_t at = 0; started && size > 1 && at < n; at += chunk) {
+        const int count = (int)(n - at < chunk ? n - at : chunk);
+        char *p = (char *)x + at * elem;
+        int rc = rank == 0 ? MPI_Reduce(MPI_IN_PLACE, p, count, type, MPI_SUM, 0, MPI_COMM_WORLD)
+                           : MPI_Reduce(p, NULL, count, type, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS || MPI_Bcast(p, count, type, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+            return sp_error(SP_ERR_INTERNAL, "MPI: a sum over the ranks failed");
+    }
+    return SP_OK;
+}
+
+sp_status sp_mpi_sum(sp_real *x, size_t n)
+{
+    return sum_in_place(x, n, sizeof *x, sizeof *x == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE);
+}
+
+double sp_mpi_sum_double(double v)
+{
+    sum_in_place(&v, 1, sizeof v, MPI_DOUBLE);
+    return v;
+}
+
 const char *sp_mpi_library(void)
 {
     static char name[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -83,5 +109,14 @@ int sp_mpi_rank(void) { return 0; }
 int sp_mpi_size(void) { return 1; }
 int sp_mpi_max_int(int v) { return v; }
 const char *sp_mpi_library(void) { return "no"; }
+
+sp_status sp_mpi_sum(sp_real *x, size_t n)
+{
+    (void)x;
+    (void)n;
+    return SP_OK;
+}
+
+double sp_mpi_sum_double(double v) { return v; }
 
 #endif

@@ -17,6 +17,11 @@ int sp_mpi_rank(void); /* 0 without MPI */
 int sp_mpi_size(void); /* 1 without MPI */
 /* The largest of every rank's value (a collective: every rank must call it); v without MPI. */
 int sp_mpi_max_int(int v);
+/* x[0..n) summed over the ranks, the same bits on every rank (reduced on rank 0 in MPI's fixed
+ * order, then broadcast), in place; a collective. Nothing without MPI. */
+sp_status sp_mpi_sum(sp_real *x, size_t n);
+/* v summed over the ranks likewise. */
+double sp_mpi_sum_double(double v);
 /* "Open MPI 4.1.4" or "no" (for --version). */
 const char *sp_mpi_library(void);
 

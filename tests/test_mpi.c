@@ -1,7 +1,8 @@
-/* `mpirun -np 2 spanprobe study` (docs/scaling.md): the runs of a preset spread over the ranks, each
- * whole on one, with the same summary, bit for bit, as one process running them all; and a second
- * invocation over the finished study reuses every run. Skipped, with one line, where the build has
+/* spanprobe over 2 MPI ranks (docs/scaling.md): `study` spreads a preset's runs over the ranks, each
+ * whole on one, with the same summary, bit for bit, as one process running them all, and a second
+ * invocation reuses every run; `train` shares each step's micro-batches and sums the gradients. Skipped, with one line, where the build has
  * no MPI (make MPI=0, the sanitizer build) or mpirun is missing. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,12 +30,9 @@ static void expect_same_file(const char *a_dir, const char *b_dir, const char *n
     free(tb);
 }
 
-static void test_study_over_two_ranks(void **state)
+/* 1 when this build has MPI and mpirun can start 2 ranks of it here, else says why (one line). */
+static int mpi_usable(const char *bin)
 {
-    (void)state;
-    const char *bin = getenv("SPANPROBE_BIN");
-    if (!bin)
-        skip();
     char *version = NULL, cmd[16384];
     snprintf(cmd, sizeof cmd, "%s --version", bin);
     assert_int_equal(shell_run(cmd, &version), 0);
@@ -43,24 +41,42 @@ static void test_study_over_two_ranks(void **state)
     if (!has_mpi || system("command -v mpirun >/dev/null 2>&1") != 0) {
         print_message("skipped: %s\n", has_mpi ? "no mpirun on the PATH (Debian: openmpi-bin)"
                                                : "this build has no MPI (make MPI=0, or the sanitizer build)");
-        skip();
+        return 0;
     }
-    /* a machine where mpirun cannot start two ranks (a container without shared memory, ...) has no
+    /* a machine where mpirun cannot start two ranks (a container without what Open MPI needs) has no
      * usable MPI either: said in one line, not failed */
     snprintf(cmd, sizeof cmd, "mpirun --allow-run-as-root --oversubscribe -np 2 %s --version >/dev/null 2>&1", bin);
     if (system(cmd) != 0) {
         print_message("skipped: mpirun cannot start 2 ranks of %s here\n", bin);
-        skip();
+        return 0;
     }
-    char one[4200], two[4200], text[4200];
-    scratch_path(one, sizeof one, "mpi_study_1");
-    scratch_path(two, sizeof two, "mpi_study_2");
-    scratch_path(text, sizeof text, "mpi_text.txt");
-    FILE *f = fopen(text, "w");
+    return 1;
+}
+
+/* A text of n lines for the runs. */
+static void write_text(char *path, size_t len)
+{
+    scratch_path(path, len, "mpi_text.txt");
+    FILE *f = fopen(path, "w");
     assert_non_null(f);
     for (int i = 0; i < 400; i++)
         fprintf(f, "Call me Ishmael. Some years ago, never mind how long precisely, line %d.\n", i);
     fclose(f);
+}
+
+static void test_study_over_two_ranks(void **state)
+{
+    (void)state;
+    const char *bin = getenv("SPANPROBE_BIN");
+    if (!bin)
+        skip();
+    char cmd[16384];
+    if (!mpi_usable(bin))
+        skip();
+    char one[4200], two[4200], text[4200];
+    scratch_path(one, sizeof one, "mpi_study_1");
+    scratch_path(two, sizeof two, "mpi_study_2");
+    write_text(text, sizeof text);
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s study --preset test-sweep --out %s --data %s --jobs 1", bin, one,
              text);
     assert_int_equal(shell_run(cmd, NULL), 0);
@@ -83,10 +99,103 @@ static void test_study_over_two_ranks(void **state)
     remove(text);
 }
 
+#define TRAIN_ARGS                                                                                                \
+    "--n-layers 2 --d-model 16 --n-heads 2 --n-kv-heads 2 --d-ff 32 --max-seq-len 32 --seq-len 32 --batch-size 4 " \
+    "--steps 50 --lr 3e-3 --warmup-steps 5 --log-every 1 --eval-every 25 --ckpt-every 25 --keep 2 --device cpu"
+
+/* Column `name` of a training log's CSV, row by row (n values). */
+static double *csv_column(const char *path, const char *name, int *n)
+{
+    char *text = scratch_read_file(path, NULL);
+    assert_non_null(text);
+    char *line = strtok(text, "\n");
+    int col = -1, c = 0;
+    for (char *p = line; p && col < 0; c++) {
+        char *comma = strchr(p, ',');
+        if ((size_t)(comma ? comma - p : (ptrdiff_t)strlen(p)) == strlen(name) && strncmp(p, name, strlen(name)) == 0)
+            col = c;
+        p = comma ? comma + 1 : NULL;
+    }
+    assert_true(col >= 0);
+    double *v = calloc(4096, sizeof *v);
+    assert_non_null(v);
+    *n = 0;
+    while ((line = strtok(NULL, "\n")) && *n < 4096) {
+        char *p = line;
+        for (int k = 0; k < col && p; k++)
+            p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        assert_non_null(p);
+        v[(*n)++] = strtod(p, NULL);
+    }
+    free(text);
+    return v;
+}
+
+static void expect_same_losses(const char *a_dir, const char *b_dir)
+{
+    char a[4400], b[4400];
+    snprintf(a, sizeof a, "%s/trainlog.csv", a_dir);
+    snprintf(b, sizeof b, "%s/trainlog.csv", b_dir);
+    int na, nb;
+    double *la = csv_column(a, "train_loss", &na), *lb = csv_column(b, "train_loss", &nb);
+    assert_int_equal(na, 50);
+    assert_int_equal(nb, 50);
+    double worst = 0;
+    for (int i = 0; i < na; i++)
+        worst = fmax(worst, fabs(la[i] - lb[i]) / fabs(la[i]));
+    print_message("train loss, 2 ranks against --grad-accum 2 in one process: within %.3g relative\n", worst);
+    assert_true(worst <= 1e-5);
+    free(la);
+    free(lb);
+}
+
+/* `mpirun -np 2 spanprobe train --grad-accum 2`: each rank one micro-batch of a step, gradients
+ * summed: the loss curve of one process with --grad-accum 2 (within 1e-5 relative; here the same
+ * bits); a run of one process resumed by two ranks ends as the uninterrupted run; a --grad-accum the
+ * ranks cannot share is one line. */
+static void test_train_over_two_ranks(void **state)
+{
+    (void)state;
+    const char *bin = getenv("SPANPROBE_BIN");
+    if (!bin)
+        skip();
+    if (!mpi_usable(bin))
+        skip();
+    char text[4200], one[4200], two[4200], resumed[4200], cmd[32768];
+    write_text(text, sizeof text);
+    scratch_path(one, sizeof one, "mpi_train_1");
+    scratch_path(two, sizeof two, "mpi_train_2");
+    scratch_path(resumed, sizeof resumed, "mpi_train_resumed");
+    const char *mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2";
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s train " TRAIN_ARGS " --grad-accum 2 --data %s --out %s", bin, text,
+             one);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "%s %s train " TRAIN_ARGS " --grad-accum 2 --data %s --out %s", mpirun, bin, text, two);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    expect_same_losses(one, two);
+
+    /* one process stopped after its step-25 checkpoint, continued by two ranks */
+    snprintf(cmd, sizeof cmd, "cp -r %s %s && rm %s/ckpt_00000050.h5 && %s %s train --resume %s", one, resumed, resumed,
+             mpirun, bin, resumed);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    expect_same_losses(one, resumed);
+
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s train " TRAIN_ARGS " --data %s --out %s/odd", mpirun, bin, text, two);
+    assert_true(shell_run(cmd, &out) != 0);
+    assert_non_null(strstr(out, "must be a multiple of 2"));
+    free(out);
+    assert_int_equal(tree_remove(one), 0);
+    assert_int_equal(tree_remove(two), 0);
+    assert_int_equal(tree_remove(resumed), 0);
+    remove(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_study_over_two_ranks),
+        cmocka_unit_test(test_train_over_two_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

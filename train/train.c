@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/mpi.h"
 #include "io/dir_lock.h"
 #include "io/dirs.h"
 #include "io/file_read.h"
@@ -53,6 +54,8 @@ typedef struct {
     int options_record_existed; /* train_options.json was there before this run */
     int has_checkpoint;         /* the directory holds a checkpoint of this run */
     off_t csv_committed;        /* bytes of the CSV that the newest checkpoint's log holds */
+    int rank, ranks;            /* under MPI (docs/scaling.md): this process's rank of how many */
+    int writer;                 /* rank 0: the one that writes the directory (lock, log, checkpoints) */
 } sp_run;
 
 static double now_s(void)
@@ -366,6 +369,20 @@ static sp_status setup_resumed(sp_run *r, const char *path)
     return SP_OK;
 }
 
+/* Under MPI the ranks share each step's grad_accum micro-batches (every rank the same number) and
+ * sum their gradients in host memory. */
+static sp_status check_ranks(const sp_run *r)
+{
+    if (r->ranks <= 1)
+        return SP_OK;
+    if (r->be != sp_backend_cpu())
+        return sp_error(SP_ERR_USAGE, "training over %d MPI ranks runs on the CPU backend (--device cpu)", r->ranks);
+    if (r->opt.grad_accum % r->ranks != 0)
+        return sp_error(SP_ERR_USAGE, "--grad-accum %d: over %d MPI ranks it must be a multiple of %d (each rank takes "
+                        "an equal share of a step's micro-batches)", r->opt.grad_accum, r->ranks, r->ranks);
+    return SP_OK;
+}
+
 static sp_status setup(sp_run *r, const char *resume_from)
 {
     if (r->cfg.vocab_size < 256)
@@ -375,10 +392,13 @@ static sp_status setup(sp_run *r, const char *resume_from)
     if (strcmp(r->opt.data, SP_TRAIN_DEFAULT_DATA) == 0 && access(r->opt.data, R_OK) != 0)
         return sp_error(SP_ERR_IO, "%s: missing: the default corpus (fetch it with `make data`, or pass --data FILE)",
                         r->opt.data);
+    SP_TRY(check_ranks(r));
     SP_TRY(sp_train_data_load(r->opt.data, r->opt.val_fraction, r->opt.seq_len, (uint64_t)r->opt.seed, &r->data));
-    SP_TRY(sp_make_dirs(r->dir));
-    /* one run writes a directory: a second one on it would interleave checkpoints and logs */
-    SP_TRY(sp_dir_lock(r->dir, "train", &r->lock_fd));
+    if (r->writer) {
+        SP_TRY(sp_make_dirs(r->dir));
+        /* one run writes a directory: a second one on it would interleave checkpoints and logs */
+        SP_TRY(sp_dir_lock(r->dir, "train", &r->lock_fd));
+    }
     SP_TRY(resume_from ? setup_resumed(r, resume_from) : setup_fresh(r));
     SP_TRY(sp_model_sync(r->m)); /* the uploads of the weights and optimizer state */
     SP_TRY(alloc_run_buffers(r));
@@ -392,6 +412,8 @@ static sp_status setup(sp_run *r, const char *resume_from)
     r->log.unigram_entropy = sp_train_data_unigram_entropy(&r->data);
     r->tty = isatty(fileno(stderr));
     r->has_checkpoint = resume_from != NULL;
+    if (!r->writer)
+        return SP_OK;
     r->writing = 1;
     if (!resume_from) /* from a checkpoint on, the checkpoints hold the options */
         SP_TRY(write_options_record(r));
@@ -603,7 +625,8 @@ static sp_status diverge(sp_run *r, int64_t at, double loss, double grad_norm, i
 {
     if (r->tty)
         fputc('\n', stderr);
-    SP_TRY(save(r, "diverged", at, optim_intact));
+    if (r->writer)
+        SP_TRY(save(r, "diverged", at, optim_intact));
     char path[4096];
     checkpoint_path(path, sizeof path, r->dir, r->step);
     return sp_error(SP_ERR_DIVERGED,
@@ -619,6 +642,16 @@ static void copy_tensors(sp_run *r, sp_real *const *dst, sp_real *const *src)
         r->be->copy(dst[i], src[i], sp_param_numel(sp_model_param_spec(r->m, i)) * sizeof(sp_real));
 }
 
+/* The accumulated gradients and the loss, summed over the ranks (MPI); each rank holds 1/accum of
+ * its micro-batches' gradients, so the sums are the step's mean gradient and loss. */
+static sp_status sum_over_ranks(sp_run *r, double *loss)
+{
+    for (int i = 0; i < r->n_params; i++)
+        SP_TRY(sp_mpi_sum(r->o->acc[i], sp_param_numel(sp_model_param_spec(r->m, i))));
+    *loss = sp_mpi_sum_double(*loss);
+    return SP_OK;
+}
+
 static sp_status train_step(sp_run *r)
 {
     int64_t at = r->step + 1;
@@ -632,14 +665,20 @@ static sp_status train_step(sp_run *r)
     int accum = r->opt.grad_accum;
     for (int k = 0; k < accum; k++) {
         double micro_loss;
+        if (k % r->ranks != r->rank) { /* another rank's micro-batch */
+            r->position += r->opt.batch_size;
+            continue;
+        }
         sp_train_data_batch(&r->data, r->position, r->opt.batch_size, r->inputs, r->targets);
         r->position += r->opt.batch_size;
         SP_TRY(sp_model_forward(r->m, r->inputs, r->targets, r->opt.batch_size, r->opt.seq_len, &micro_loss));
         SP_TRY(sp_model_backward(r->m));
         if (accum > 1)
-            SP_TRY(sp_optim_accumulate(r->o, r->grads, 1.0 / accum, k == 0));
+            SP_TRY(sp_optim_accumulate(r->o, r->grads, 1.0 / accum, k == r->rank));
         loss += micro_loss / accum;
     }
+    if (r->ranks > 1) /* the step's gradient and loss: every rank's share summed, the same on all */
+        SP_TRY(sum_over_ranks(r, &loss));
     sp_real *const *grads = accum > 1 ? r->o->acc : r->grads;
     double grad_norm = sp_optim_grad_norm(r->o, grads, r->tensor_norms);
     SP_TRY(sp_model_sync(r->m)); /* a device failure is an error, not a divergence */
@@ -658,9 +697,9 @@ static sp_status train_step(sp_run *r)
     }
     r->step = at;
     r->tokens_seen += sp_train_tokens_per_step(&r->opt);
-    if (logging)
+    if (logging && r->writer)
         SP_TRY(log_row(r, loss, grad_norm, eval));
-    if (is_last || (r->opt.ckpt_every > 0 && at % r->opt.ckpt_every == 0))
+    if (r->writer && (is_last || (r->opt.ckpt_every > 0 && at % r->opt.ckpt_every == 0)))
         SP_TRY(save(r, is_last ? "done" : "running", -1, 1));
     return SP_OK;
 }
@@ -676,10 +715,11 @@ static void print_summary(const sp_run *r)
         printf("no validation split (val_fraction 0); unigram entropy of the training split %.4f nats\n", h);
 }
 
-sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
-                       const char *resume_from)
+static sp_status run_on_ranks(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
+                              const char *resume_from, int rank, int ranks)
 {
-    sp_run r = {.cfg = *cfg, .opt = *opt, .dir = out_dir, .lock_fd = -1};
+    sp_run r = {.cfg = *cfg, .opt = *opt, .dir = out_dir, .lock_fd = -1, .rank = rank, .ranks = ranks,
+                .writer = rank == 0};
     sp_status st = setup(&r, resume_from);
     r.t_start = r.t_row = now_s();
     r.step_start = r.step;
@@ -688,16 +728,28 @@ sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const 
         st = train_step(&r);
     if (st != SP_OK && st != SP_ERR_DIVERGED && r.writing)
         take_back(&r);
-    if (r.tty && st != SP_ERR_DIVERGED)
+    if (r.tty && r.writer && st != SP_ERR_DIVERGED)
         fputc('\n', stderr);
-    if (st == SP_OK && r.step_start == r.opt.steps) {
+    if (st == SP_OK && r.step_start == r.opt.steps && r.writer) {
         fprintf(stderr, "spanprobe train: %s is already at step %lld of %lld: nothing to do\n", out_dir,
                 (long long)r.step, (long long)r.opt.steps);
         /* a kill between the last checkpoint's commit and its pruning left one old checkpoint too many */
         st = prune_checkpoints(r.dir, r.opt.keep);
     }
-    if (st == SP_OK)
+    if (st == SP_OK && r.writer)
         print_summary(&r);
     teardown(&r);
     return st;
+}
+
+sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
+                       const char *resume_from)
+{
+    return run_on_ranks(cfg, opt, out_dir, resume_from, 0, 1);
+}
+
+sp_status sp_train_run_mpi(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
+                           const char *resume_from)
+{
+    return run_on_ranks(cfg, opt, out_dir, resume_from, sp_mpi_rank(), sp_mpi_size());
 }

@@ -57,5 +57,12 @@ sp_status sp_train_find_resume(const char *dir, char *ckpt, size_t len, char **o
  * Progress goes to stderr, the final summary to stdout. */
 sp_status sp_train_run(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
                        const char *resume_from);
+/* The same run shared by every MPI rank of this job (core/mpi.h; one rank: sp_train_run): each step's
+ * grad_accum micro-batches dealt round-robin over the ranks (grad_accum a multiple of their number),
+ * their gradients and losses summed on the host, the same AdamW step on every rank; rank 0 alone
+ * writes the directory. The same data order and mean gradient as one process with that grad_accum,
+ * so a run may be resumed on any number of ranks that divides it. The CPU backend only. */
+sp_status sp_train_run_mpi(const sp_config *cfg, const sp_train_options *opt, const char *out_dir,
+                           const char *resume_from);
 
 #endif
