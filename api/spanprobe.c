@@ -258,6 +258,14 @@ static void remove_private(const char *dir, const char *report)
     rmdir(dir);
 }
 
+/* A private directory under $TMPDIR (else /tmp) into dir. */
+static spanprobe_status private_dir(char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, len, "%s/spanprobe-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(dir) ? SP_OK : sp_error(SP_ERR_IO, "%s: cannot make a private temporary directory", dir);
+}
+
 spanprobe_status spanprobe_analysis_run(spanprobe_analysis *a, const char *input, const char *report_path,
                                         spanprobe_report **report)
 {
@@ -268,10 +276,7 @@ spanprobe_status spanprobe_analysis_run(spanprobe_analysis *a, const char *input
         return sp_error(SP_ERR_USAGE, "spanprobe_analysis_run: a report path, a report handle, or both");
     char dir[4096] = "", path[4200];
     if (!report_path) { /* in memory: a private file, removed once the report is open */
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/spanprobe-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir))
-            return sp_error(SP_ERR_IO, "%s: cannot make a private directory for the report", dir);
+        SP_TRY(private_dir(dir, sizeof dir));
         snprintf(path, sizeof path, "%s/report.h5", dir);
         report_path = path;
     }
@@ -283,6 +288,21 @@ spanprobe_status spanprobe_analysis_run(spanprobe_analysis *a, const char *input
         st = spanprobe_report_open(report_path, report);
     if (dir[0])
         remove_private(dir, path);
+    return st;
+}
+
+spanprobe_status spanprobe_analysis_run_model(spanprobe_analysis *a, const spanprobe_model *m, const char *report_path,
+                                              spanprobe_report **report)
+{
+    sp_error_clear();
+    char dir[4096], path[4200];
+    SP_TRY(private_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/model.h5", dir);
+    spanprobe_status st = spanprobe_model_save(m, path);
+    if (st == SP_OK)
+        st = spanprobe_analysis_run(a, path, report_path, report);
+    unlink(path);
+    rmdir(dir);
     return st;
 }
 

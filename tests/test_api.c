@@ -142,6 +142,18 @@ static void test_analyses_file_memory_interleaved(void **state)
     assert_int_equal(spanprobe_report_scalar(in_memory, "similarity", "adjacent_cosine_mean", &x), 0);
     assert_int_equal(spanprobe_report_scalar(from_file, "similarity", "adjacent_cosine_mean", &y), 0);
     assert_true(x == y && x > -1 && x <= 1);
+    /* the model handle itself, analyzed as it is: the same numbers */
+    spanprobe_model *again;
+    spanprobe_report *of_handle;
+    assert_int_equal(spanprobe_model_open(model, "cpu", &again), 0);
+    setenv("TMPDIR", tmp, 1);
+    assert_int_equal(spanprobe_analysis_run_model(a, again, NULL, &of_handle), 0);
+    unsetenv("TMPDIR");
+    assert_true(dir_is_empty(tmp));
+    assert_int_equal(spanprobe_report_scalar(of_handle, "similarity", "adjacent_cosine_mean", &y), 0);
+    assert_true(x == y);
+    spanprobe_report_close(of_handle);
+    spanprobe_model_free(again);
     assert_int_equal(spanprobe_report_scalar(other, "growth", "rms_last", &y), 0);
     assert_int_equal(spanprobe_report_scalar(other, "similarity", "adjacent_cosine_mean", &y), 3); /* not run */
     double *cos = NULL;

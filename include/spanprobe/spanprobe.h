@@ -82,6 +82,10 @@ spanprobe_status spanprobe_analysis_set(spanprobe_analysis *a, const char *name,
  * report opened. */
 spanprobe_status spanprobe_analysis_run(spanprobe_analysis *a, const char *input, const char *report_path,
                                         spanprobe_report **report);
+/* The same on a model handle as it is now (a model your own loop trains): it is written to a
+ * private temporary checkpoint for the analysis, removed before the call returns. */
+spanprobe_status spanprobe_analysis_run_model(spanprobe_analysis *a, const spanprobe_model *m, const char *report_path,
+                                              spanprobe_report **report);
 void spanprobe_analysis_free(spanprobe_analysis *a); /* NULL is fine */
 
 /* ---- reports ---- */
