@@ -36,6 +36,7 @@ endif
 ifeq ($(MPI),1)
   CC := $(MPICC)
   CFLAGS += -DSP_HAVE_MPI
+  MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null) # for spanprobe.pc's static link line
 endif
 
 LIB_DIRS := core kernels kernels/cpu model io analyzers train check plots study api
@@ -243,7 +244,7 @@ shared: $(SHLIB)
 install: $(BIN) $(BIN64) $(LIB32) $(SHLIB)
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" VERSION="$(VERSION)" SO_MAJOR="$(SO_MAJOR)" \
 		API_HEADER=include/spanprobe/spanprobe.h HEADERS="$(LIB_HEADERS)" PC_CFLAGS="$(PKG_CFLAGS)" \
-		PC_LIBS_PRIVATE="$(LDLIBS)" tools/install.sh install
+		PC_LIBS_PRIVATE="$(LDLIBS) $(MPI_LINK)" tools/install.sh install
 
 uninstall:
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" tools/install.sh uninstall
