@@ -73,6 +73,15 @@ ifeq ($(CUDA),1)
                -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC
   CFLAGS_CUDA := -DSP_HAVE_CUDA
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusolver -lcudart -lstdc++
+  # NCCL (docs/scaling.md): sums over MPI ranks go GPU to GPU where its header sits beside CUDA's and
+  # the build has MPI; `make NCCL=0` sends them through host memory and MPI instead.
+  ifndef NCCL
+    NCCL := $(if $(filter 1,$(MPI)),$(if $(wildcard $(CUDA_HOME)/include/nccl.h),1,0),0)
+  endif
+  ifeq ($(NCCL),1)
+    NVCCFLAGS += -DSP_HAVE_NCCL
+    LDLIBS += -lnccl
+  endif
 else
   CU_OBJ :=
   CFLAGS_CUDA :=

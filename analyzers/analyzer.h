@@ -94,6 +94,8 @@ typedef struct {
     sp_report *report;
     int quiet;              /* no progress lines from analyzers whose finish() takes long (analyzers/progress.h) */
     struct sp_pass *pass;   /* the driver's streaming pass (private to analyzers/driver.c; NULL outside it) */
+    int rank, n_ranks;      /* this process among the MPI ranks sharing the analysis (analyzers/ranks.h);
+                               n_ranks 0 or 1: alone */
     double t_start;         /* sp_clock_seconds() when the command began (0: when execute began): the stage
                                table's total then counts loading, hashing and checking the input */
 } sp_analysis;

@@ -20,8 +20,10 @@
  * attn_stats recomputes P from them a few query rows at a time (model/attn_summary.h). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 #include "model/attn_summary.h"
 
 #define NAME "attention"
@@ -185,14 +187,39 @@ static sp_status write_results(const sp_analysis *a, const attn_state *s, const 
     return SP_OK;
 }
 
+/* Over MPI ranks: every rank's head sums (counts and sums added up, the largest score the largest,
+ * in buf [7 n] as scratch) and head cosines. */
+static sp_status join_ranks(const sp_analysis *a, attn_state *s, double *buf)
+{
+    const size_t n = (size_t)s->n_layers * (size_t)s->n_heads;
+    if (sp_analysis_n_ranks(a) == 1)
+        return SP_OK;
+    for (size_t i = 0; i < n; i++) {
+        const sp_attn_head_sums *h = &s->sums[i];
+        const double v[6] = {(double)h->queries, (double)h->multi_key, h->entropy, h->entropy_normalized, h->sink,
+                             h->distance};
+        memcpy(buf + 6 * i, v, sizeof v);
+        buf[6 * n + i] = h->max_logit;
+    }
+    SP_TRY(sp_analysis_sum(a, buf, 6 * n));
+    SP_TRY(sp_analysis_max(a, buf + 6 * n, n));
+    for (size_t i = 0; i < n; i++) {
+        const double *v = buf + 6 * i;
+        s->sums[i] = (sp_attn_head_sums){.queries = (int64_t)v[0], .multi_key = (int64_t)v[1], .entropy = v[2],
+                                         .entropy_normalized = v[3], .sink = v[4], .distance = v[5],
+                                         .max_logit = buf[6 * n + i]};
+    }
+    return sp_analysis_sum(a, s->cos_sum, n * (size_t)s->n_heads);
+}
+
 static sp_status attn_finish(const sp_analysis *a, void *state)
 {
     attn_state *s = state;
     const size_t n = (size_t)s->n_layers * (size_t)s->n_heads;
     const size_t n_cos = n * (size_t)s->n_heads, L = (size_t)s->n_layers;
-    double *buf = sp_malloc((5 * n + n_cos + 2 * L) * sizeof *buf, "attention results");
-    sp_status st = SP_ERR_NOMEM;
-    if (buf) {
+    double *buf = sp_malloc((7 * n + n_cos + 2 * L) * sizeof *buf, "attention results");
+    sp_status st = buf ? join_ranks(a, s, buf) : SP_ERR_NOMEM;
+    if (st == SP_OK) {
         double *cos = buf + 5 * n, *per_block = cos + n_cos;
         attn_results r = {buf, buf + n, buf + 2 * n, buf + 3 * n, buf + 4 * n, cos, per_block, per_block + L};
         compute(s, &r);

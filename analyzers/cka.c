@@ -31,6 +31,7 @@
 #include "analyzers/dev_bufs.h"
 #include "analyzers/moments.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 
 #define NAME "cka"
 
@@ -162,6 +163,7 @@ static sp_status cka_begin(const sp_analysis *a, void **state)
         return SP_ERR_NOMEM;
     for (int i = 0; i < s->n_streams * s->n_h; i++)
         SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, s->d));
+    sp_analysis_share_shift(a, s->cols, s->n_streams * s->n_h);
     SP_TRY(plan_pairs(a, s));
     return s->debiased ? alloc_debiased(a, s) : SP_OK;
 }
@@ -354,6 +356,13 @@ static sp_status all_pairs(const sp_analysis *a, cka_state *s, const cka_scratch
 {
     for (int i = 0; i < s->n_streams * s->n_h; i++)
         SP_TRY(sp_mom_cols_flush(&s->cols[i]));
+    /* over MPI ranks: the column sums and the debiased estimator's sums added up once, each pass's
+     * pair totals after it */
+    SP_TRY(sp_analysis_join_cols(a, s->cols, s->n_streams * s->n_h));
+    if (s->debiased) {
+        SP_TRY(sp_analysis_sum(a, s->xn, (size_t)s->n_streams * s->n_h * s->d * s->n_h));
+        SP_TRY(sp_analysis_sum(a, s->nn, (size_t)s->n_streams * s->n_h * s->n_h));
+    }
     const int passes = (s->n_pairs + s->per_pass - 1) / s->per_pass;
     const double pair_mib = (double)s->d * s->d * 8 / 1048576.0;
     if (passes > 1 && !a->quiet)
@@ -362,6 +371,8 @@ static sp_status all_pairs(const sp_analysis *a, cka_state *s, const cka_scratch
                 "set, %d pairs (%.3g GiB) each (--cka-pairs-per-pass, or a quarter of --max-memory-gib)\n",
                 s->n_pairs, pair_mib, s->n_pairs * pair_mib / 1024, passes, s->per_pass, s->per_pass * pair_mib / 1024);
     for (;;) {
+        for (int p = s->first; p < s->end; p++)
+            SP_TRY(sp_analysis_join_cross(a, pair(s, s->order[p].k, s->order[p].i, s->order[p].j)));
         for (int p = s->first; p < s->end; p++)
             pair_hsic(s, &s->order[p], w);
         if (s->end == s->n_pairs)

@@ -18,6 +18,7 @@
 
 #include "analyzers/model_eval.h"
 #include "analyzers/progress.h"
+#include "analyzers/ranks.h"
 #include "core/rng.h"
 
 #define NAME "curvature"
@@ -102,6 +103,18 @@ static sp_status forward(const sp_analysis *a, curv_run *c)
     return sp_model_forward(a->model, a->tokens, a->targets, c->n_seqs, a->seq_len, &c->loss);
 }
 
+/* Over MPI ranks: every block's results from the rank that computed them (the others hold zeros:
+ * the sum is exact). The per-block arrays lie in one buffer, n_params (every rank's) fifth. */
+static sp_status join_ranks(const sp_analysis *a, curv_run *c)
+{
+    const size_t L = (size_t)c->L;
+    double not_converged = c->not_converged;
+    SP_TRY(sp_analysis_sum(a, &not_converged, 1));
+    c->not_converged = (int)not_converged;
+    SP_TRY(sp_analysis_sum(a, c->lambda, 4 * L));
+    return sp_analysis_sum(a, c->per_param, L + L * (size_t)c->S);
+}
+
 static sp_status measure(const sp_analysis *a, curv_run *c)
 {
     SP_TRY(forward(a, c));
@@ -119,11 +132,14 @@ static sp_status measure(const sp_analysis *a, curv_run *c)
         return SP_ERR_NOMEM;
     for (int l = 0; l < c->L; l++) {
         const size_t n = (size_t)c->n_params[l];
+        if (!sp_analysis_owns(a, l)) /* another MPI rank's block: its entries stay 0 here */
+            continue;
         SP_TRY(power_iteration(a, c, l, n));
         SP_TRY(hutchinson(a, c, l, n));
         sp_progress_update(&c->progress, l + 1, c->L);
     }
-    return sp_model_sync(a->model);
+    SP_TRY(sp_model_sync(a->model));
+    return join_ranks(a, c);
 }
 
 static sp_status write_result(const sp_analysis *a, const curv_run *c)
@@ -182,10 +198,10 @@ static sp_status curvature_finish(const sp_analysis *a, void *state)
     (void)state;
     curv_run c = {.L = a->n_layers, .S = a->opts->hutchinson_samples};
     const size_t L = (size_t)c.L;
-    double *buf = sp_malloc((6 * L + L * (size_t)c.S) * sizeof *buf, "curvature results");
+    double *buf = sp_calloc(6 * L + L * (size_t)c.S, sizeof *buf, "curvature results");
     if (!buf)
         return SP_ERR_NOMEM;
-    double **per_layer[] = {&c.lambda, &c.iters, &c.trace, &c.stderr_, &c.n_params, &c.per_param};
+    double **per_layer[] = {&c.lambda, &c.iters, &c.trace, &c.stderr_, &c.n_params, &c.per_param}; /* join_ranks */
     for (size_t i = 0; i < SP_ARRAY_LEN(per_layer); i++)
         *per_layer[i] = buf + i * L;
     c.samples = buf + 6 * L;

@@ -12,8 +12,10 @@
 #include "analyzers/model_eval.h"
 #include "analyzers/pass.h"
 #include "analyzers/progress.h"
+#include "analyzers/ranks.h"
 #include "analyzers/report_csv.h"
 #include "analyzers/train_state.h"
+#include "core/mpi.h"
 #include "io/checkpoint.h"
 #include "io/config_file.h"
 #include "io/dirs.h"
@@ -159,6 +161,14 @@ static sp_status record_run(const sp_analysis *a, const run_state *rs, double se
         if (!quiet)
             printf("%-20s %-13s %8.3f %10.1f\n", name, "(finish)", rs->seconds_finish[i], rs->peak_finish_mib[i]);
     }
+    if (sp_analysis_n_ranks(a) > 1) { /* what the sums over the ranks moved (docs/scaling.md) */
+        SP_TRY(sp_report_set_scalar(r, "run", "mpi_ranks", sp_analysis_n_ranks(a)));
+        SP_TRY(sp_report_set_scalar(r, "run", "mpi_mib_moved", sp_mpi_bytes_moved() / 1048576.0));
+        if (!quiet)
+            printf("MPI: %d ranks, each a share of the evaluation batches; rank 0 moved %.1f MiB through the sums "
+                   "and gathers over the ranks (its values in, the results out)\n",
+                   sp_analysis_n_ranks(a), sp_mpi_bytes_moved() / 1048576.0);
+    }
     SP_TRY(sp_report_set_scalar(r, "run", "seconds_total", seconds_total));
     SP_TRY(sp_report_set_scalar(r, "run", "peak_backend_mib", rs->peak_mib));
     SP_TRY(sp_report_set_scalar(r, "run", "peak_rss_mib", peak_rss));
@@ -295,6 +305,12 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet)
         a->batch = rs->stream_batch;
         SP_TRY(begin_all(a, rs, &load, &n_consumers, &accumulators));
     }
+    /* every rank takes its first batch's column means from rank 0's (analyzers/ranks.h) */
+    const int n_batches = (a->n_seqs + a->batch - 1) / a->batch;
+    if (n_consumers && sp_analysis_n_ranks(a) > n_batches)
+        return sp_error(SP_ERR_USAGE, "%d MPI ranks share a streaming pass of %d batch(es) of %d sequence(s): run at "
+                        "most %d ranks, or give each fewer sequences (--batch) or more (--n-tokens)",
+                        sp_analysis_n_ranks(a), n_batches, a->batch, n_batches);
     a->model_batch = a->model ? model_batch(a) : batch;
     if (a->model_batch < batch && !quiet && drives_model(rs))
         fprintf(stderr, "analyze: gradient and pruning passes of %d sequence(s) instead of %d, so that the parameter "
@@ -501,6 +517,7 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
                             loaded_input *in, sp_analysis *a, sp_output_set *outputs, const char **report_tmp)
 {
     a->opts = &job->opts;
+    a->quiet = job->quiet;
     a->batch = job->opts.batch < a->n_seqs ? job->opts.batch : a->n_seqs;
     SP_TRY(skip_positions(job, in, a));
     if (a->model)
@@ -513,7 +530,10 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
     const char *source = in->dump ? sp_dump_get_info(in->dump)->source : "";
     sp_report_provenance prov = {.input_path = job->input, .options_json = opts, .eval_set = in->eval_desc,
                                  .model = *source ? source : model_name};
-    sp_status st = sp_report_create(job->out, &prov, &a->report);
+    a->rank = job->n_ranks > 1 ? job->rank : 0;
+    a->n_ranks = job->n_ranks > 1 ? job->n_ranks : 1;
+    /* the other ranks compute what rank 0 writes: their report is the NULL sink */
+    sp_status st = a->rank == 0 ? sp_report_create(job->out, &prov, &a->report) : SP_OK;
     free(opts);
     SP_TRY(st);
     if (!job->quiet)
@@ -532,13 +552,15 @@ static sp_status run_loaded(const sp_analyze_job *job, const unsigned char *sele
         sp_report_abort(a->report);
         return st;
     }
-    return sp_report_finish(a->report, outputs, report_tmp);
+    return a->report ? sp_report_finish(a->report, outputs, report_tmp) : SP_OK;
 }
 
 /* The report, its summary and the CSV tables appear together once all are written, or none does:
  * a failed export leaves no new report, and whatever these paths held before stays. */
 static sp_status write_outputs(const sp_analyze_job *job, sp_output_set *outputs, const char *report_tmp)
 {
+    if (!report_tmp) /* an MPI rank other than 0: rank 0 writes */
+        return SP_OK;
     int n_files = 0;
     if (job->csv_dir)
         SP_TRY(sp_report_export_csv(report_tmp, job->csv_dir, outputs, &n_files));
@@ -558,6 +580,10 @@ sp_status sp_analyze_run(const sp_analyze_job *given)
     const double t_start = sp_clock_seconds();
     SP_TRY(sp_analyze_options_validate(&given->opts, "analyze options"));
     sp_analyze_job resolved = *given, *job = &resolved; /* the options as resolved for the input */
+    if (job->n_ranks > 1 && job->rank > 0) { /* rank 0 speaks and writes for all */
+        job->quiet = 1;
+        job->csv_dir = NULL;
+    }
     if (job->data && job->tokens)
         return sp_error(SP_ERR_USAGE, "expected at most one of --data FILE and --tokens FILE");
     unsigned char selected[64];

@@ -26,6 +26,8 @@ typedef struct {
     const sp_backend *backend; /* run on this table instead of selecting by device (tests); NULL: device */
     const char *csv_dir;  /* also write every report array as a CSV table there (NULL: none) */
     int quiet;            /* no progress lines, no stage table */
+    int rank, n_ranks;    /* the MPI ranks sharing this one analysis (`mpirun -np N spanprobe analyze`,
+                             analyzers/ranks.h): rank 0 reports and writes; n_ranks 0 or 1: alone */
     sp_analyze_options opts;
 } sp_analyze_job;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "analyzers/model_eval.h"
+#include "analyzers/ranks.h"
 
 #define NAME "grad_norms"
 
@@ -49,12 +50,21 @@ typedef struct {
  * add into them with their weight (sp_eval_batch_gradient), so no second gradient buffer is held. */
 static sp_status accumulate(const sp_analysis *a, grad_result *g)
 {
+    int first, end; /* this MPI rank's batches (analyzers/ranks.h): all of them alone */
+    sp_analysis_share(a, g->n_batches, &first, &end);
     double loss_sum = 0;
-    for (int b = 0; b < g->n_batches; b++) {
+    for (int b = first; b < end; b++) {
         double loss;
-        SP_TRY(sp_eval_batch_gradient(a, b, 1.0 / g->n_batches, b > 0, &loss));
+        SP_TRY(sp_eval_batch_gradient(a, b, 1.0 / g->n_batches, b > first, &loss));
         loss_sum += loss;
     }
+    for (int i = 0; sp_analysis_n_ranks(a) > 1 && i < g->n_params; i++) { /* every rank's share added up */
+        const size_t n = sp_param_numel(sp_model_param_spec(a->model, i));
+        if (first == end) /* a rank without a batch adds nothing */
+            a->be->zero(sp_model_grad(a->model, i), n * sizeof(sp_real));
+        SP_TRY(sp_analysis_sum_real_backend(a, sp_model_grad(a->model, i), n));
+    }
+    SP_TRY(sp_analysis_sum(a, &loss_sum, 1));
     g->loss = loss_sum / g->n_batches;
     return SP_OK;
 }

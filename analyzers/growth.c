@@ -18,9 +18,11 @@
  * feature column is visited); it is the exact median whenever the layer has no more entries. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyzers/linalg.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 #include "analyzers/rowops.h"
 
 #define NAME "growth"
@@ -224,11 +226,70 @@ static sp_status write_stream(const sp_analysis *a, growth_state *s, int k, doub
     return sp_out_scalar(a, NAME, "dominant_token_layers", k, n_dominated);
 }
 
+/* v[0..n) of every rank, concatenated in rank order, in place of *v (a buffer of sp_malloc). */
+static sp_status gather_into(const sp_analysis *a, double **v, int64_t n, int64_t total)
+{
+    double *all = sp_malloc((size_t)(total > 0 ? total : 1) * sizeof *all, "growth gathered values");
+    if (!all)
+        return SP_ERR_NOMEM;
+    sp_status st = sp_analysis_gather(a, *v, (size_t)n, all, (size_t)total);
+    free(*v);
+    *v = all;
+    return st;
+}
+
+/* Over MPI ranks: one layer's statistics of every rank's share, as one process would hold them
+ * (the shares are consecutive, rank 0's first: samples and token norms concatenate in order, and
+ * the first largest token norm is the first rank's that holds it). */
+static sp_status join_layer(const sp_analysis *a, layer_stats *ls, int64_t n_tokens, int64_t all_tokens)
+{
+    const int ranks = sp_analysis_n_ranks(a);
+    double sums[3] = {ls->sumsq, ls->norm_sum, ls->var_sum};
+    SP_TRY(sp_analysis_sum(a, sums, 3));
+    ls->sumsq = sums[0];
+    ls->norm_sum = sums[1];
+    ls->var_sum = sums[2];
+    double mine[N_TOP + 2], *every = sp_malloc((size_t)ranks * (N_TOP + 2) * sizeof *every, "growth maxima");
+    if (!every)
+        return SP_ERR_NOMEM;
+    memcpy(mine, ls->top, sizeof ls->top);
+    mine[N_TOP] = ls->max_norm;
+    mine[N_TOP + 1] = ls->max_position;
+    sp_status st = sp_analysis_gather(a, mine, N_TOP + 2, every, (size_t)ranks * (N_TOP + 2));
+    for (int q = 0; q < N_TOP; q++) /* as begin() leaves them, then every rank's in order */
+        ls->top[q] = -1;
+    ls->max_norm = 0;
+    ls->max_position = 0;
+    for (int r = 0; r < ranks && st == SP_OK; r++) {
+        const double *theirs = every + (size_t)r * (N_TOP + 2);
+        for (int q = 0; q < N_TOP; q++)
+            insert_top(ls->top, theirs[q]);
+        if (theirs[N_TOP] > ls->max_norm) {
+            ls->max_norm = theirs[N_TOP];
+            ls->max_position = (int)theirs[N_TOP + 1];
+        }
+    }
+    free(every);
+    SP_TRY(st);
+    int64_t n_sample = ls->n_sample;
+    SP_TRY(sp_analysis_sum_count(a, &n_sample));
+    SP_TRY(gather_into(a, &ls->sample, ls->n_sample, n_sample));
+    ls->n_sample = (int)n_sample;
+    return gather_into(a, &ls->token_norms, n_tokens, all_tokens);
+}
+
 static sp_status growth_finish(const sp_analysis *a, void *state)
 {
     growth_state *s = state;
     double *buf = sp_malloc((size_t)(7 + N_TOP) * s->n_h * sizeof *buf, "growth results");
     sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
+    if (st == SP_OK && sp_analysis_n_ranks(a) > 1) {
+        int64_t all_tokens = s->n_tokens;
+        st = sp_analysis_sum_count(a, &all_tokens);
+        for (int i = 0; i < s->n_streams * s->n_h && st == SP_OK; i++)
+            st = join_layer(a, &s->layers[i], s->n_tokens, all_tokens);
+        s->n_tokens = all_tokens;
+    }
     for (int k = 0; k < s->n_streams && st == SP_OK; k++)
         st = write_stream(a, s, k, buf);
     free(buf);

@@ -23,6 +23,7 @@
 #include "analyzers/linalg.h"
 #include "analyzers/model_eval.h"
 #include "analyzers/progress.h"
+#include "analyzers/ranks.h"
 #include "analyzers/rowops.h"
 #include "core/rng.h"
 
@@ -150,10 +151,12 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
     sp_status st = SP_OK;
     for (int l = 0; l < j->L && st == SP_OK; l++) {
         sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        st = top_values(a, j, &block, l, l + 1, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
+        if (sp_analysis_owns(a, l)) /* over MPI ranks, blocks round robin (analyzers/ranks.h) */
+            st = top_values(a, j, &block, l, l + 1, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
         step(j);
     }
-    if (st == SP_OK)
+    /* the chain is sequential: one rank's, the last, which the round robin gives the fewest blocks */
+    if (st == SP_OK && sp_analysis_owns(a, sp_analysis_n_ranks(a) - 1))
         st = measure_end_to_end(a, j, &op);
     sp_block_op_free(&op);
     return st;
@@ -177,7 +180,9 @@ static sp_status measure_topk(const sp_analysis *a, jac_result *j)
     sp_status st = SP_OK;
     for (int l = 0; l < j->L && st == SP_OK; l++) {
         sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        st = top_values(a, j, &block, l, l + 1, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k, &j->topk_iters[l]);
+        if (sp_analysis_owns(a, l))
+            st = top_values(a, j, &block, l, l + 1, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k,
+                            &j->topk_iters[l]);
         step(j);
     }
     sp_block_op_free(&op);
@@ -226,6 +231,10 @@ static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
     sp_status st = s ? SP_OK : SP_ERR_NOMEM;
     for (int i = 0; i < j->n_tok && st == SP_OK; i++) {
         const int t = (int)j->tok_pos[i];
+        if (!sp_analysis_owns(a, i)) { /* another MPI rank's position */
+            step(j);
+            continue;
+        }
         st = sp_block_token_jacobians(a->model, a->tokens, t + 1, max_rows, jt);
         if (st == SP_OK)
             st = sp_linalg_backend_singvals(be, n, n, j->L, jt, s);
@@ -327,17 +336,15 @@ static sp_status weight_terms(const sp_analysis *a, jac_result *j)
                      be->alloc(L * d * d * sizeof(double), "weight products"),
                      sp_malloc(L * d * sizeof(double), "weight product singular values")};
     sp_status st = b.left && b.right && b.wv && b.prod && b.s ? SP_OK : SP_ERR_NOMEM;
-    for (int l = 0; l < j->L; l++)
+    /* over MPI ranks, one product kind a rank (its entries elsewhere stay 0) */
+    for (int l = 0; l < j->L && sp_analysis_owns(a, PRODUCT_W2W3); l++)
         j->w2w3[l] = NAN;
-    if (st == SP_OK)
+    if (st == SP_OK && sp_analysis_owns(a, PRODUCT_W2W1))
         st = product_norms(m, &b, PRODUCT_W2W1, j->w2w1);
-    if (st == SP_OK && block_param(m, 0, "ffn/w3") >= 0)
+    if (st == SP_OK && sp_analysis_owns(a, PRODUCT_W2W3) && block_param(m, 0, "ffn/w3") >= 0)
         st = product_norms(m, &b, PRODUCT_W2W3, j->w2w3);
-    if (st == SP_OK)
+    if (st == SP_OK && sp_analysis_owns(a, PRODUCT_WOWV))
         st = product_norms(m, &b, PRODUCT_WOWV, j->wo_wv);
-    /* NaN (no sum) propagates: the bound exists where the block has both sums */
-    for (int l = 0; l < j->L; l++)
-        j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
     double *dev[] = {b.left, b.right, b.wv, b.prod};
     for (size_t i = 0; i < SP_ARRAY_LEN(dev); i++)
         if (dev[i])
@@ -459,6 +466,25 @@ static sp_status write_result(const sp_analysis *a, const jac_result *j)
     return st;
 }
 
+/* Over MPI ranks: every rank's blocks, positions and products (the others' entries are 0 there: the
+ * sums are exact), then the bound from the whole. The arrays' order in the one buffer: see
+ * jacobian_finish. */
+static sp_status join_ranks(const sp_analysis *a, jac_result *j)
+{
+    const size_t L = (size_t)j->L;
+    double not_converged = j->not_converged;
+    SP_TRY(sp_analysis_sum(a, &not_converged, 1));
+    j->not_converged = (int)not_converged;
+    SP_TRY(sp_analysis_sum(a, j->sigma_max, 5 * L)); /* sigma_max .. e2e_iters */
+    SP_TRY(sp_analysis_sum(a, j->w2w1, 3 * L));      /* w2w1, w2w3, wo_wv */
+    SP_TRY(sp_analysis_sum(a, j->topk, L * (size_t)j->k));
+    SP_TRY(sp_analysis_sum(a, j->tok_sigma, 2 * L * (size_t)j->n_tok)); /* tok_sigma, tok_frob */
+    /* NaN (no sum) propagates: the bound exists where the block has both sums */
+    for (size_t l = 0; l < L; l++)
+        j->bound[l] = (1 + j->w2w1[l] * (1 + j->wo_wv[l]) / j->sigma_a[l]) / j->sigma_z[l];
+    return SP_OK;
+}
+
 static sp_status jacobian_finish(const sp_analysis *a, void *state)
 {
     (void)state;
@@ -470,7 +496,7 @@ static sp_status jacobian_finish(const sp_analysis *a, void *state)
     j.n_tok = a->opts->jac_tokens < j.T ? a->opts->jac_tokens : j.T;
     const size_t L = (size_t)j.L, per_layer = 11;
     const size_t total = L * per_layer + L * (size_t)j.k + (size_t)j.n_tok * (1 + 2 * L);
-    double *buf = sp_malloc(total * sizeof *buf, "Jacobian results");
+    double *buf = sp_calloc(total, sizeof *buf, "Jacobian results");
     if (!buf)
         return SP_ERR_NOMEM;
     double **layer_arrays[] = {&j.sigma_max, &j.sigma_iters, &j.topk_iters, &j.e2e, &j.e2e_iters, &j.sigma_a,
@@ -491,6 +517,8 @@ static sp_status jacobian_finish(const sp_analysis *a, void *state)
         st = measure_topk(a, &j);
     if (st == SP_OK)
         st = measure_tokens(a, &j);
+    if (st == SP_OK)
+        st = join_ranks(a, &j);
     sp_progress_end(&j.progress);
     if (st == SP_OK)
         st = write_result(a, &j);

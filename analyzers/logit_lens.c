@@ -20,6 +20,7 @@
 
 #include "analyzers/linalg.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 
 #define NAME "logit_lens"
 /* Head products at most, 2 d V per token and layer: a large vocabulary makes the lens the costliest
@@ -137,8 +138,9 @@ static void accumulate(lens_state *s, int l, int rows, const int32_t *targets)
 static sp_status lens_consume(const sp_analysis *a, void *state, const sp_act_batch *b)
 {
     lens_state *s = state;
-    const int64_t left = s->max_tokens - s->n_tokens;
-    const int rows = sp_batch_rows(b) < left ? sp_batch_rows(b) : (int)left, last = s->n_h - 1;
+    /* the cap counts from the evaluation set's first token, whichever MPI rank holds the batch */
+    const int64_t left = s->max_tokens - (int64_t)sp_batch_first_seq(b) * sp_batch_seq_len(b);
+    const int rows = left <= 0 ? 0 : sp_batch_rows(b) < left ? sp_batch_rows(b) : (int)left, last = s->n_h - 1;
     const int32_t *targets = sp_batch_targets(b);
     for (int r0 = 0; r0 < rows; r0 += s->tile_rows) {
         const int n = rows - r0 < s->tile_rows ? rows - r0 : s->tile_rows;
@@ -210,7 +212,13 @@ static sp_status lens_finish(const sp_analysis *a, void *state)
 {
     lens_state *s = state;
     double *buf = sp_malloc(4 * (size_t)s->n_h * sizeof *buf, "logit lens results");
-    sp_status st = buf ? write_results(a, s, buf) : SP_ERR_NOMEM;
+    sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
+    _Static_assert(sizeof(layer_sums) == 4 * sizeof(double), "layer_sums: four doubles, summed as an array");
+    if (st == SP_OK && (st = sp_analysis_sum(a, (double *)s->sums, 4 * (size_t)s->n_h)) == SP_OK &&
+        (st = sp_analysis_sum_count(a, &s->n_tokens)) == SP_OK)
+        st = sp_analysis_sum_count(a, &s->n_targets);
+    if (st == SP_OK)
+        st = write_results(a, s, buf);
     free(buf);
     lens_free(s);
     return st;

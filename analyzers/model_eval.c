@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "analyzers/ranks.h"
+
 int sp_eval_n_batches(const sp_analysis *a) { return (a->n_seqs + a->batch - 1) / a->batch; }
 
 /* Sequences per model pass. */
@@ -56,18 +58,22 @@ sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int
 
 sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss)
 {
-    double sum = 0, count = 0;
-    for (int first = 0, step = pass_seqs(a); first < n_seqs; first += step) {
-        const int n = n_seqs - first < step ? n_seqs - first : step;
+    const int step = pass_seqs(a);
+    int pass, end; /* this MPI rank's passes (analyzers/ranks.h): all of them alone */
+    sp_analysis_share(a, (n_seqs + step - 1) / step, &pass, &end);
+    double sums[2] = {0, 0}, *sum = &sums[0], *count = &sums[1];
+    for (; pass < end; pass++) {
+        const int first = pass * step, n = n_seqs - first < step ? n_seqs - first : step;
         const double pass_count = count_targets(a, first, n);
         if (pass_count == 0)
             continue;
         double pass_loss;
         SP_TRY(forward_seqs(a, first, n, &pass_loss));
-        sum += pass_loss * pass_count;
-        count += pass_count;
+        *sum += pass_loss * pass_count;
+        *count += pass_count;
     }
-    *loss = sum / count;
+    SP_TRY(sp_analysis_sum(a, sums, 2));
+    *loss = *sum / *count;
     return SP_OK;
 }
 

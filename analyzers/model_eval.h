@@ -16,7 +16,8 @@ int sp_eval_n_batches(const sp_analysis *a);
 /* weight x the gradient of batch b's mean loss, into the model's parameter gradients (added to them
  * when accumulate is set, else replacing them); *loss gets the batch's mean loss. */
 sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int accumulate, double *loss);
-/* The token-weighted mean loss over the first n_seqs sequences, in passes of batch sequences. */
+/* The token-weighted mean loss over the first n_seqs sequences, in passes of batch sequences; over
+ * MPI ranks each takes its share of the passes and the sums are added up (a collective). */
 sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss);
 
 /* The most copies (1..want) of a seq_len-token sequence whose forward + backward activations fit

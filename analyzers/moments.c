@@ -5,6 +5,7 @@
 
 #include "analyzers/dev_bufs.h"
 #include "analyzers/linalg.h"
+#include "core/mpi.h"
 
 /* total[i] += part[i] for the n column sums in backend memory. Accumulators restart with beta 0
  * after a drain, so part need not be cleared. */
@@ -64,9 +65,12 @@ static sp_status set_shift(sp_mom_cols *c, const sp_real *x, int rows)
         host[i] = (sp_real)(host[i] / rows);
         c->shift_host[i] = host[i];
     }
+    sp_status st = c->shared_shift ? sp_mpi_bcast_f64(c->shift_host, (size_t)c->dim, 0) : SP_OK;
+    for (int i = 0; i < c->dim; i++)
+        host[i] = (sp_real)c->shift_host[i]; /* exact: rank 0's shift is an sp_real */
     be->upload(c->shift, host, (size_t)c->dim * sizeof *host);
     free(host);
-    return SP_OK;
+    return st;
 }
 
 sp_status sp_mom_cols_add(sp_mom_cols *c, const sp_real *x, int rows, sp_real *out)

@@ -35,6 +35,9 @@ typedef struct {
     sp_real *part;        /* backend [dim]: partial column sums of shifted rows */
     int part_rows;
     double *sum;          /* host [dim]: column sums of shifted rows (after a flush) */
+    int shared_shift;     /* over MPI ranks (analyzers/ranks.h): the first add takes rank 0's shift, broadcast
+                             (a collective), so that every rank's sums share it and add up */
+    int joined;           /* sums already added up over the ranks */
 } sp_mom_cols;
 
 typedef struct {

@@ -5,6 +5,7 @@
 
 #include "analyzers/dev_bufs.h"
 #include "analyzers/progress.h"
+#include "analyzers/ranks.h"
 
 int sp_batch_rows(const sp_act_batch *b) { return b->rows; }
 int sp_batch_first_seq(const sp_act_batch *b) { return b->first_seq; }
@@ -214,11 +215,12 @@ static void keep_positions(const sp_analysis *a, struct sp_pass *p, int s0, int 
 sp_status sp_pass_run(const sp_analysis *a, const char *label, sp_batch_fn fn, void *ctx)
 {
     struct sp_pass *p = a->pass;
-    const int n_batches = (a->n_seqs + a->batch - 1) / a->batch;
+    int first, end; /* this rank's share of the batches (analyzers/ranks.h): all of them alone */
+    sp_analysis_share(a, (a->n_seqs + a->batch - 1) / a->batch, &first, &end);
     sp_progress progress;
     sp_progress_start(&progress, label, p->quiet);
     sp_status st = SP_OK;
-    for (int i = 0; i < n_batches && st == SP_OK; i++) {
+    for (int i = first; i < end && st == SP_OK; i++) {
         int s0 = i * a->batch, n_seq = a->n_seqs - s0 < a->batch ? a->n_seqs - s0 : a->batch;
         double t0 = sp_clock_seconds();
         st = a->model ? forward_batch(a, p, s0, n_seq) : read_dump_batch(a, p, s0, n_seq);
@@ -232,7 +234,7 @@ sp_status sp_pass_run(const sp_analysis *a, const char *label, sp_batch_fn fn, v
             keep_positions(a, p, s0, n_seq);
         if (st == SP_OK)
             st = fn(a, ctx, &p->batch);
-        sp_progress_update(&progress, i + 1, n_batches);
+        sp_progress_update(&progress, i + 1 - first, end - first);
     }
     sp_progress_end(&progress);
     return st;

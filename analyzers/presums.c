@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 #include "analyzers/rowops.h"
 
 #define NAME "presums"
@@ -119,11 +120,26 @@ static sp_status write_results(const sp_analysis *a, const presums_state *s, dou
     return sp_out_scalar(a, NAME, "sigma_z_mean", 0, sigma_z_mean);
 }
 
+/* Over MPI ranks: every rank's sums and counts added up. */
+static sp_status join_ranks(const sp_analysis *a, presums_state *s)
+{
+    for (int i = 0; i < 2 * s->n_layers; i++) {
+        double sums[2] = {s->stats[i].sumsq, s->stats[i].std_sum};
+        SP_TRY(sp_analysis_sum(a, sums, 2));
+        s->stats[i].sumsq = sums[0];
+        s->stats[i].std_sum = sums[1];
+        SP_TRY(sp_analysis_sum_count(a, &s->stats[i].n_tokens));
+    }
+    return SP_OK;
+}
+
 static sp_status presums_finish(const sp_analysis *a, void *state)
 {
     presums_state *s = state;
     double *buf = sp_malloc(2 * (size_t)s->n_layers * sizeof *buf, "presums results");
-    sp_status st = buf ? write_results(a, s, buf) : SP_ERR_NOMEM;
+    sp_status st = buf ? join_ranks(a, s) : SP_ERR_NOMEM;
+    if (st == SP_OK)
+        st = write_results(a, s, buf);
     free(buf);
     presums_free(s);
     return st;

@@ -17,6 +17,7 @@
 #include "analyzers/dev_bufs.h"
 #include "analyzers/moments.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 
 #define NAME "similarity"
 #define PI 3.14159265358979323846
@@ -91,6 +92,7 @@ static sp_status sim_begin(const sp_analysis *a, void **state)
             return SP_ERR_NOMEM;
         for (int i = 0; i < n; i++)
             SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, s->d));
+        sp_analysis_share_shift(a, s->cols, n);
     }
     return SP_OK;
 }
@@ -183,6 +185,8 @@ static sp_status second_pass(const sp_analysis *a, sim_state *s)
     double *mean = sp_malloc((size_t)s->d * sizeof *mean, "similarity means");
     sp_real *host = sp_malloc((size_t)s->d * sizeof *host, "similarity means");
     sp_status st = mean && host ? SP_OK : SP_ERR_NOMEM;
+    if (st == SP_OK)
+        st = sp_analysis_join_cols(a, s->cols, s->n_streams * s->n_h);
     for (int i = 0; i < s->n_streams * s->n_h && st == SP_OK; i++) {
         if ((st = sp_mom_cols_flush(&s->cols[i])) != SP_OK)
             break;
@@ -287,6 +291,10 @@ static sp_status sim_finish(const sp_analysis *a, void *state)
     const int n = s->n_h;
     double *buf = NULL;
     sp_status st = s->center ? second_pass(a, s) : SP_OK;
+    const size_t n_pairs = (size_t)s->n_streams * n * n, n_layers = (size_t)s->n_streams * n;
+    if (st == SP_OK && (st = sp_analysis_sum(a, s->cos_sum, n_pairs)) == SP_OK &&
+        (st = sp_analysis_sum(a, s->ang_sum, n_pairs)) == SP_OK && (st = sp_analysis_sum(a, s->nonzero, n_layers)) == SP_OK)
+        st = sp_analysis_sum_count(a, &s->n_tokens);
     if (st == SP_OK && n < 2)
         st = sp_error(SP_ERR_INPUT, "similarity: the input has %d layer output(s) (expected at least 2)", n);
     if (st == SP_OK && !(buf = sp_malloc((2 * (size_t)n * n + 4 * (size_t)n) * sizeof *buf, "similarity results")))

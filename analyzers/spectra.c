@@ -22,6 +22,7 @@
 #include "analyzers/linalg.h"
 #include "analyzers/moments.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 
 typedef enum { SPEC_FFN, SPEC_HIDDEN } spec_kind;
 
@@ -73,6 +74,7 @@ static sp_status spec_begin(const sp_analysis *a, void **state, spec_kind kind)
         return SP_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         SP_TRY(sp_mom_cols_init(&s->cols[i], &s->ro, s->dim));
+    sp_analysis_share_shift(a, s->cols, n);
     for (int k = 0; k < s->n_streams; k++)
         SP_TRY(sp_mom_batch_init(&s->batch[k], a->be, s->n_layers, s->dim));
     return SP_OK;
@@ -105,11 +107,16 @@ typedef struct {
 
 /* Every layer's covariance of stream k, all eigenvalues in one batched call; the stream's
  * accumulators are freed as soon as the eigenvalues are back. */
-static sp_status compute_stream(spec_state *s, int k, spec_results *res, int64_t *n_tokens)
+static sp_status compute_stream(const sp_analysis *a, spec_state *s, int k, spec_results *res, int64_t *n_tokens)
 {
     const int D = s->dim;
     sp_mom_cols *cols = s->cols + (size_t)k * s->n_layers;
-    sp_status st = sp_mom_batch_covariances(&s->batch[k], cols, s->name);
+    /* over MPI ranks: every rank's sums added up first (all the layers' totals are one allocation) */
+    sp_status st = sp_analysis_join_cols(a, cols, s->n_layers);
+    if (st == SP_OK)
+        st = sp_analysis_sum_backend(a, s->batch[k].totals, (size_t)s->n_layers * D * D);
+    if (st == SP_OK)
+        st = sp_mom_batch_covariances(&s->batch[k], cols, s->name);
     if (st == SP_OK)
         st = sp_mom_batch_eigvals(&s->batch[k], res->eig);
     sp_mom_batch_free(&s->batch[k]);
@@ -196,7 +203,7 @@ static sp_status spec_finish(const sp_analysis *a, void *state)
                              .entropy = buf + L * D + 2 * L, .soft = buf + L * D + 3 * L, .hard = buf + L * D + 4 * L};
     for (int k = 0; k < s->n_streams && st == SP_OK; k++) {
         int64_t n_tokens = 0;
-        st = compute_stream(s, k, &res, &n_tokens);
+        st = compute_stream(a, s, k, &res, &n_tokens);
         if (st == SP_OK)
             st = write_stream(a, s, k, &res, n_tokens);
     }

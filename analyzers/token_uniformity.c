@@ -20,6 +20,7 @@
 
 #include "analyzers/dev_bufs.h"
 #include "analyzers/output.h"
+#include "analyzers/ranks.h"
 #include "analyzers/rowops.h"
 
 #define NAME "token_uniformity"
@@ -193,6 +194,9 @@ static sp_status tu_finish(const sp_analysis *a, void *state)
     tu_state *s = state;
     double *buf = sp_malloc(2 * (size_t)s->n_h * sizeof *buf, "token uniformity results");
     sp_status st = buf ? SP_OK : SP_ERR_NOMEM;
+    const size_t n = (size_t)s->n_streams * s->n_h; /* over MPI ranks: every rank's sums */
+    if (st == SP_OK && (st = sp_analysis_sum(a, s->cos_sum, n)) == SP_OK && (st = sp_analysis_sum(a, s->res_sum, n)) == SP_OK)
+        st = sp_analysis_sum_count(a, &s->n_seqs);
     for (int k = 0; k < s->n_streams && st == SP_OK; k++)
         st = write_stream(a, s, k, buf);
     free(buf);

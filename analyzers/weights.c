@@ -23,6 +23,7 @@
 
 #include "analyzers/analyzer.h"
 #include "analyzers/linalg.h"
+#include "analyzers/ranks.h"
 #include "analyzers/weights_alpha.h"
 
 #define NAME "weights"
@@ -259,6 +260,58 @@ static sp_status write_result(const sp_analysis *a, const weight_result *w)
     return st;
 }
 
+/* Over MPI ranks (analyzers/ranks.h) the matrix kinds go round robin, kind mat on rank mat mod N,
+ * unless every matrix's singular values go into the report, which rank 0 writes: then every rank
+ * computes every kind. */
+static int computes_kind(const sp_analysis *a, int mat)
+{
+    return a->opts->singular_values || sp_analysis_owns(a, mat);
+}
+
+/* The cells of kind mat in the order share_kind sends them: its table column, its power-law column
+ * (weights_alpha.h), its per-head array. Copied into buf (unpack 0) or back out (1); the
+ * count of values either way. */
+static size_t move_kind(weight_result *w, int mat, double *buf, int unpack)
+{
+    const size_t L = (size_t)w->L;
+    size_t at = 0;
+    double *cells[N_STATS + SP_WEIGHTS_ALPHA_FIELDS];
+    for (int l = 0; l < w->L; l++) {
+        for (int s = 0; s < N_STATS; s++)
+            cells[s] = table_cell(w, s, l, mat);
+        for (int f = 0; f < SP_WEIGHTS_ALPHA_FIELDS; f++)
+            cells[N_STATS + f] = sp_weights_alpha_cell(&w->alpha, f, l, mat);
+        for (size_t c = 0; c < SP_ARRAY_LEN(cells); c++, at++)
+            if (unpack)
+                *cells[c] = buf[at];
+            else
+                buf[at] = *cells[c];
+    }
+    const size_t n_head = mat > M_WV ? 0 : L * N_STATS * (size_t)(mat == M_WQ ? w->n_heads : w->n_kv_heads);
+    if (unpack)
+        memcpy(w->heads[mat], buf + at, n_head * sizeof *buf);
+    else
+        memcpy(buf + at, w->heads[mat], n_head * sizeof *buf);
+    return at + n_head;
+}
+
+/* The cells of kind mat from the rank that computed them, on every rank, in one broadcast. */
+static sp_status share_kind(const sp_analysis *a, weight_result *w, int mat)
+{
+    if (sp_analysis_n_ranks(a) == 1 || a->opts->singular_values)
+        return SP_OK;
+    const size_t most = (size_t)w->L * (N_STATS + SP_WEIGHTS_ALPHA_FIELDS + N_STATS * (size_t)(w->n_heads > w->n_kv_heads ? w->n_heads
+                                                                                                      : w->n_kv_heads));
+    double *buf = sp_malloc(most * sizeof *buf, "weight statistics of one kind");
+    if (!buf)
+        return SP_ERR_NOMEM;
+    sp_status st = sp_analysis_bcast(a, buf, move_kind(w, mat, buf, 0), mat % sp_analysis_n_ranks(a));
+    if (st == SP_OK)
+        move_kind(w, mat, buf, 1);
+    free(buf);
+    return st;
+}
+
 static sp_status weights_finish(const sp_analysis *a, void *state)
 {
     (void)state;
@@ -275,7 +328,9 @@ static sp_status weights_finish(const sp_analysis *a, void *state)
     w.heads[M_WV] = w.heads[M_WK] + L * N_STATS * (size_t)w.n_kv_heads;
     sp_status st = sp_weights_alpha_init(&w.alpha, w.L, N_MATRICES);
     for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
-        st = analyze_kind(a, &w, mat);
+        st = computes_kind(a, mat) ? analyze_kind(a, &w, mat) : SP_OK;
+    for (int mat = 0; mat < N_MATRICES && st == SP_OK; mat++)
+        st = share_kind(a, &w, mat);
     if (st == SP_OK)
         st = write_result(a, &w);
     if (st == SP_OK)

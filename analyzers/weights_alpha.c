@@ -18,8 +18,9 @@
 #define ALPHA_HIGH 6.0
 
 enum { F_ALPHA, F_XMIN, F_KS_D, F_N_TAIL, N_FIELDS };
+_Static_assert(N_FIELDS == SP_WEIGHTS_ALPHA_FIELDS, "the fields of weights_alpha.h");
 
-static double *cell(const sp_weights_alpha *t, int field, int block, int kind)
+double *sp_weights_alpha_cell(const sp_weights_alpha *t, int field, int block, int kind)
 {
     return &t->cells[((size_t)field * t->n_blocks + (size_t)block) * t->n_kinds + (size_t)kind];
 }
@@ -50,10 +51,10 @@ sp_status sp_weights_alpha_fit(sp_weights_alpha *t, int block, int kind, int row
     sp_status st = sp_powerlaw_fit(k, lambda, &fit);
     free(lambda);
     if (st == SP_OK && !isnan(fit.alpha)) {
-        *cell(t, F_ALPHA, block, kind) = fit.alpha;
-        *cell(t, F_XMIN, block, kind) = fit.xmin;
-        *cell(t, F_KS_D, block, kind) = fit.ks_d;
-        *cell(t, F_N_TAIL, block, kind) = fit.n_tail;
+        *sp_weights_alpha_cell(t, F_ALPHA, block, kind) = fit.alpha;
+        *sp_weights_alpha_cell(t, F_XMIN, block, kind) = fit.xmin;
+        *sp_weights_alpha_cell(t, F_KS_D, block, kind) = fit.ks_d;
+        *sp_weights_alpha_cell(t, F_N_TAIL, block, kind) = fit.n_tail;
     }
     return st;
 }
@@ -68,7 +69,7 @@ static sp_status write_summary(const sp_weights_alpha *t, sp_report *r, const ch
         double sum = 0;
         int n = 0;
         for (int b = 0; b < t->n_blocks; b++) {
-            const double alpha = *cell(t, F_ALPHA, b, kind);
+            const double alpha = *sp_weights_alpha_cell(t, F_ALPHA, b, kind);
             if (isnan(alpha))
                 continue;
             sum += alpha;
@@ -108,7 +109,8 @@ sp_status sp_weights_alpha_write(const sp_weights_alpha *t, sp_report *r, const 
         snprintf(desc, sizeof desc, "%s of each whole block matrix (NaN: absent or not fitted); columns: %s",
                  fields[f].what, columns);
         st = sp_report_write_array(r, group, fields[f].name, 2, (int64_t[]){t->n_blocks, t->n_kinds},
-                                   cell(t, f, 0, 0), &(sp_report_array_attrs){fields[f].units, "[block, matrix]", desc});
+                                   sp_weights_alpha_cell(t, f, 0, 0),
+                                   &(sp_report_array_attrs){fields[f].units, "[block, matrix]", desc});
     }
     return st == SP_OK ? write_summary(t, r, group, kind_names) : st;
 }

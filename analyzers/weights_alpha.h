@@ -7,6 +7,8 @@
 
 #include "io/report.h"
 
+#define SP_WEIGHTS_ALPHA_FIELDS 4 /* alpha, xmin, D, n_tail */
+
 typedef struct {
     int n_blocks, n_kinds;
     double *cells; /* [field][block, kind], fields alpha, xmin, D, n_tail; NaN where not fitted */
@@ -14,6 +16,8 @@ typedef struct {
 
 /* Every cell NaN. SP_ERR_NOMEM only. */
 sp_status sp_weights_alpha_init(sp_weights_alpha *t, int n_blocks, int n_kinds);
+/* The cell of one field (0..SP_WEIGHTS_ALPHA_FIELDS - 1) of one matrix. */
+double *sp_weights_alpha_cell(const sp_weights_alpha *t, int field, int block, int kind);
 /* Fits the matrix of `kind` in `block`, rows x cols, from its min(rows, cols) singular values sv
  * (any order), unless WeightWatcher leaves such a matrix out (min(rows, cols) < 8 or > 15000, or
  * max(rows, cols) > 50000): its cells stay NaN then. */

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Scaling over MPI ranks (docs/scaling.md): the same training run as 1 rank x T threads and as
-# T ranks x 1 thread (mpirun, --grad-accum T in both, so the two compute the same run), and the
-# study preset test-sweep both ways; prints the wall times, the speed-up, and the bytes each rank
-# sends and receives per training step (the gradient sums: a reduce to rank 0 and a broadcast of
-# every parameter, sp_real each). Usage: [BUILD=dir] bench/run_mpi_bench.sh [T]  (from the
+# T ranks x 1 thread (mpirun, --grad-accum T in both, so the two compute the same run), the study
+# preset test-sweep and an analysis of the trained model both ways; prints the wall times, the
+# speed-up, the bytes each rank sends and receives per training step (the gradient sums: a reduce
+# to rank 0 and a broadcast of every parameter, sp_real each) and those the analysis moved. Usage: [BUILD=dir] bench/run_mpi_bench.sh [T]  (from the
 # repository root; T defaults to 2; needs mpirun and a build with MPI).
 set -eu
 t=${1:-2}
@@ -31,3 +31,12 @@ echo "train: ${params:-?} parameters: each step every rank sends and receives ${
 one=$(OMP_NUM_THREADS=$t seconds "$bin" study --preset test-sweep --jobs 1 --out "$work/s1" --data "$data")
 many=$(OMP_NUM_THREADS=1 seconds $mpirun "$bin" study --preset test-sweep --out "$work/s2" --data "$data")
 echo "study test-sweep: 1 rank x $t threads $one s, $t ranks x 1 thread $many s: speed-up $(echo "scale=2; $one / $many" | bc)"
+# analyze: the final checkpoint of the training run, the default analyzers on 8192 tokens
+ckpt=$(ls "$work"/one/ckpt_*.h5 | tail -1)
+one=$(OMP_NUM_THREADS=$t seconds "$bin" analyze "$ckpt" --data "$data" --n-tokens 8192 --out "$work/a1.h5")
+many=$(OMP_NUM_THREADS=1 seconds $mpirun "$bin" analyze "$ckpt" --data "$data" --n-tokens 8192 --out "$work/a2.h5")
+moved=$(OMP_NUM_THREADS=1 $mpirun "$bin" analyze "$ckpt" --data "$data" --n-tokens 8192 --out "$work/a3.h5" 2>/dev/null |
+        sed -n 's/.*rank 0 moved \([0-9.]*\) MiB.*/\1/p')
+echo "analyze (default analyzers, 8192 tokens): 1 rank x $t threads $one s, $t ranks x 1 thread $many s:" \
+     "speed-up $(echo "scale=2; $one / $many" | bc); rank 0 moved ${moved:-?} MiB through the sums over the ranks"
+"$bin" compare "$work/a1.h5" "$work/a2.h5" --quiet | tail -1

@@ -9,6 +9,7 @@
 #include "analyzers/driver.h"
 #include "cli/cli.h"
 #include "core/input_file.h"
+#include "core/mpi.h"
 
 static void print_help(void)
 {
@@ -40,7 +41,9 @@ static void print_help(void)
     for (int i = 0; i < sp_n_analyzers; i++)
         printf("  %-16s %s%s\n", sp_analyzers[i]->name, sp_analyzers[i]->description,
                sp_analyzers[i]->opt_in ? " (opt-in)" : "");
-    printf("\nprogress goes to stderr; the stage times and the peak memory to stdout.\n"
+    printf("\n`mpirun -np N spanprobe analyze ...` shares the analysis among N ranks (their evaluation batches\n"
+           "and per-block work; rank 0 writes the report; docs/scaling.md).\n"
+           "progress goes to stderr; the stage times and the peak memory to stdout.\n"
            "exit codes: 0 ok, 2 usage, 3 bad input, 4 NaN/Inf, 5 I/O, 8 out of memory (docs/cli.md)\n");
 }
 
@@ -116,5 +119,7 @@ int sp_cmd_analyze(int argc, char **argv)
         return sp_cli_usage_error("analyze", "%s", sp_error_message());
     if (st != SP_OK)
         return sp_cli_report("analyze", st);
+    job.rank = sp_mpi_rank(); /* under mpirun the ranks share the one analysis */
+    job.n_ranks = sp_mpi_size();
     return sp_cli_report("analyze", sp_analyze_run(&job));
 }

@@ -46,6 +46,8 @@ typedef struct sp_report sp_report;               /* a report being written */
 typedef struct sp_report_reader sp_report_reader; /* a report open for reading */
 
 /* ---- writer ---- */
+/* The writing calls below take a NULL report as a sink that keeps nothing: the MPI ranks other than
+ * 0 of one analysis compute what rank 0 writes (analyzers/ranks.h). */
 /* Hashes the input file, then creates both temporary files (nothing appears before commit). */
 sp_status sp_report_create(const char *path, const sp_report_provenance *prov, sp_report **out);
 /* Writes /metrics/<analyzer>/<name> [shape] stored as float64 (double) or float32 (float). */

@@ -186,6 +186,12 @@ struct sp_backend {
      * into s + i min(m, n). */
     sp_status (*singvals)(int m, int n, int count, double *a, double *s);
 
+    /* ---- over MPI ranks (core/mpi.h) ----
+     * x[0..n) summed over the ranks in place, the same bits on every rank (a collective; nothing
+     * with one rank): the CPU's through MPI in host memory, CUDA's through NCCL between the GPUs
+     * where the build has it (make NCCL=1, auto-detected), else through host copies and MPI. */
+    sp_status (*sum_over_ranks)(sp_real *x, size_t n);
+
     /* ---- AdamW, bias-corrected, decoupled weight decay (p -= lr * wd * p) at step t >= 1 ---- */
     void (*adamw)(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,
                   double beta2, double eps, double weight_decay, long step);

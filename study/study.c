@@ -348,6 +348,26 @@ static void runs_tick(void *ctx, int n, const int *task, const double *seconds)
     fflush(stdout);
 }
 
+/* Run i's cost as planned, and as left (what its directory does not hold yet). */
+static double planned_cost(const study_state *s, int i) { return run_cost(&s->runs[i], &s->aopt); }
+static double cost_left(const study_state *s, int i) { return s->cost[i]; }
+
+/* The runs first[0..n) into order[0..n), largest cost first (an insertion sort: runs of equal cost
+ * keep their order). */
+static void order_by_cost(const study_state *s, const int *first, int n, double (*cost)(const study_state *, int),
+                          int *order)
+{
+    for (int j = 0; j < n; j++) {
+        const double c = cost(s, first[j]);
+        int k = j;
+        while (k > 0 && cost(s, order[k - 1]) < c) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = first[j];
+    }
+}
+
 /* Under MPI, this rank's share of the distinct runs first[0..n): ordered by their planned cost,
  * largest first, dealt round-robin over the ranks (a plan-only order, the same on every rank
  * whatever each one has seen on disk), into mine[0..*n_mine). */
@@ -355,15 +375,7 @@ static void my_share(const study_state *s, const int *first, int n, int *mine, i
 {
     const int ranks = sp_mpi_size(), rank = sp_mpi_rank();
     int *order = mine; /* sorted in place, then compacted: position j goes to rank j % ranks */
-    for (int j = 0; j < n; j++) {
-        const double c = run_cost(&s->runs[first[j]], &s->aopt);
-        int k = j;
-        while (k > 0 && run_cost(&s->runs[order[k - 1]], &s->aopt) < c) {
-            order[k] = order[k - 1];
-            k--;
-        }
-        order[k] = first[j];
-    }
+    order_by_cost(s, first, n, planned_cost, order);
     *n_mine = 0;
     for (int j = 0; j < n; j++)
         if (j % ranks == rank)
@@ -396,14 +408,7 @@ static sp_status work_group(study_state *s, const int *first, int n)
         free(mine);
         return sp_error(SP_ERR_NOMEM, "study: out of memory");
     }
-    for (int j = 0; j < n; j++) { /* insertion sort by cost, largest first (runs of equal cost keep their order) */
-        int k = j;
-        while (k > 0 && s->cost[order[k - 1]] < s->cost[first[j]]) {
-            order[k] = order[k - 1];
-            k--;
-        }
-        order[k] = first[j];
-    }
+    order_by_cost(s, first, n, cost_left, order);
     st = sp_workers_run(n, order, s->jobs, s->threads_per_job, work_run, run_done, runs_tick, TICK_SECONDS, s);
     free(order);
     free(mine);

@@ -1,6 +1,7 @@
 /* spanprobe over 2 MPI ranks (docs/scaling.md): `study` spreads a preset's runs over the ranks, each
  * whole on one, with the same summary, bit for bit, as one process running them all, and a second
- * invocation reuses every run; `train` shares each step's micro-batches and sums the gradients. Skipped, with one line, where the build has
+ * invocation reuses every run; `train` shares each step's micro-batches and sums the gradients;
+ * `analyze` shares the evaluation batches and sums every accumulator. Skipped, with one line, where the build has
  * no MPI (make MPI=0, the sanitizer build) or mpirun is missing. */
 #include <math.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/backend.h"
 #include "support/scratch.h"
 #include "support/shell.h"
 #include "support/tree.h"
@@ -53,6 +55,15 @@ static int mpi_usable(const char *bin)
     return 1;
 }
 
+/* The program under test where it can run over 2 MPI ranks here; else the test is skipped. */
+static const char *usable_bin(void)
+{
+    const char *bin = getenv("SPANPROBE_BIN");
+    if (!bin || !mpi_usable(bin))
+        skip();
+    return bin;
+}
+
 /* A text of n lines for the runs. */
 static void write_text(char *path, size_t len)
 {
@@ -67,12 +78,8 @@ static void write_text(char *path, size_t len)
 static void test_study_over_two_ranks(void **state)
 {
     (void)state;
-    const char *bin = getenv("SPANPROBE_BIN");
-    if (!bin)
-        skip();
+    const char *bin = usable_bin();
     char cmd[16384];
-    if (!mpi_usable(bin))
-        skip();
     char one[4200], two[4200], text[4200];
     scratch_path(one, sizeof one, "mpi_study_1");
     scratch_path(two, sizeof two, "mpi_study_2");
@@ -99,9 +106,10 @@ static void test_study_over_two_ranks(void **state)
     remove(text);
 }
 
-#define TRAIN_ARGS                                                                                                \
+#define TRAIN_RUN                                                                                                 \
     "--n-layers 2 --d-model 16 --n-heads 2 --n-kv-heads 2 --d-ff 32 --max-seq-len 32 --seq-len 32 --batch-size 4 " \
-    "--steps 50 --lr 3e-3 --warmup-steps 5 --log-every 1 --eval-every 25 --ckpt-every 25 --keep 2 --device cpu"
+    "--steps 50 --lr 3e-3 --warmup-steps 5 --log-every 1 --eval-every 25 --ckpt-every 25 --keep 2"
+#define TRAIN_ARGS TRAIN_RUN " --device cpu"
 
 /* Column `name` of a training log's CSV, row by row (n values). */
 static double *csv_column(const char *path, const char *name, int *n)
@@ -131,6 +139,29 @@ static double *csv_column(const char *path, const char *name, int *n)
     return v;
 }
 
+/* The text, and in `<name>_reference` the run of one process that N ranks must match (--grad-accum
+ * 2 on `device`); `<name>_run` is where the ranks go. Paths of 4200 bytes. */
+static void train_reference(const char *bin, const char *device, const char *name, char *text, char *reference,
+                            char *run)
+{
+    char cmd[16384], leaf[256];
+    write_text(text, 4200);
+    snprintf(leaf, sizeof leaf, "%s_reference", name);
+    scratch_path(reference, 4200, leaf);
+    snprintf(leaf, sizeof leaf, "%s_run", name);
+    scratch_path(run, 4200, leaf);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s train " TRAIN_RUN " --device %s --grad-accum 2 --data %s --out %s",
+             bin, device, text, reference);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+}
+
+static void remove_runs(const char *text, const char *reference, const char *run)
+{
+    assert_int_equal(tree_remove(reference), 0);
+    assert_int_equal(tree_remove(run), 0);
+    remove(text);
+}
+
 static void expect_same_losses(const char *a_dir, const char *b_dir)
 {
     char a[4400], b[4400];
@@ -156,20 +187,11 @@ static void expect_same_losses(const char *a_dir, const char *b_dir)
 static void test_train_over_two_ranks(void **state)
 {
     (void)state;
-    const char *bin = getenv("SPANPROBE_BIN");
-    if (!bin)
-        skip();
-    if (!mpi_usable(bin))
-        skip();
+    const char *bin = usable_bin();
     char text[4200], one[4200], two[4200], resumed[4200], cmd[32768];
-    write_text(text, sizeof text);
-    scratch_path(one, sizeof one, "mpi_train_1");
-    scratch_path(two, sizeof two, "mpi_train_2");
+    train_reference(bin, "cpu", "mpi_train", text, one, two);
     scratch_path(resumed, sizeof resumed, "mpi_train_resumed");
     const char *mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2";
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s train " TRAIN_ARGS " --grad-accum 2 --data %s --out %s", bin, text,
-             one);
-    assert_int_equal(shell_run(cmd, NULL), 0);
     snprintf(cmd, sizeof cmd, "%s %s train " TRAIN_ARGS " --grad-accum 2 --data %s --out %s", mpirun, bin, text, two);
     assert_int_equal(shell_run(cmd, NULL), 0);
     expect_same_losses(one, two);
@@ -185,9 +207,110 @@ static void test_train_over_two_ranks(void **state)
     assert_true(shell_run(cmd, &out) != 0);
     assert_non_null(strstr(out, "must be a multiple of 2"));
     free(out);
-    assert_int_equal(tree_remove(one), 0);
-    assert_int_equal(tree_remove(two), 0);
     assert_int_equal(tree_remove(resumed), 0);
+    remove_runs(text, one, two);
+}
+
+/* The same on the GPU, where one is visible: the gradients summed through NCCL where every rank has
+ * a GPU of its own, else through host copies (the CUDA backend's sum_over_ranks). */
+static void test_train_over_two_ranks_cuda(void **state)
+{
+    (void)state;
+    if (!sp_backend_cuda()) {
+        print_message("skipped: no CUDA GPU is visible\n");
+        skip();
+    }
+    const char *bin = usable_bin();
+    char text[4200], one[4200], two[4200], cmd[32768];
+    train_reference(bin, "cuda", "mpi_cuda", text, one, two);
+    snprintf(cmd, sizeof cmd,
+             "mpirun --allow-run-as-root --oversubscribe -np 2 %s train " TRAIN_RUN " --device cuda --grad-accum 2 "
+             "--data %s --out %s", bin, text, two);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    expect_same_losses(one, two);
+    remove_runs(text, one, two);
+}
+
+/* A SIGKILL of rank 1 of `mpirun -np 2 spanprobe train` in the middle of the run (past its step-25
+ * checkpoint): mpirun ends the job; the run then continued by one process (another rank count)
+ * ends as the uninterrupted run. */
+static void test_train_rank_killed(void **state)
+{
+    (void)state;
+    const char *bin = usable_bin();
+    char text[4200], one[4200], killed[4200], cmd[32768];
+    train_reference(bin, "cpu", "mpi_kill", text, one, killed);
+    /* rank 1 is the process whose environment says so; the log has a line a step */
+    snprintf(cmd, sizeof cmd,
+             "mpirun --allow-run-as-root --oversubscribe -np 2 %s train " TRAIN_ARGS " --grad-accum 2 --data %s --out %s "
+             ">/dev/null 2>&1 & M=$!; "
+             "while [ \"$(cat %s/trainlog.csv 2>/dev/null | wc -l)\" -lt 30 ]; do sleep 0.02; done; "
+             "for p in $(pgrep -f 'train.*mpi_kill_run'); do "
+             "tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && kill -9 $p; done; "
+             "wait $M; echo \"mpirun: $?\"",
+             bin, text, killed, killed);
+    char *out = NULL;
+    assert_int_equal(shell_run(cmd, &out), 0);
+    assert_null(strstr(out, "mpirun: 0")); /* the kill landed before the run ended */
+    free(out);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s train --resume %s", bin, killed);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    expect_same_losses(one, killed);
+    remove_runs(text, one, killed);
+}
+
+#define ANALYZE_METRICS                                                                                         \
+    "similarity,cka,growth,token_uniformity,presums,hidden_spectra,ffn_spectra,logit_lens,attention,grad_norms," \
+    "jacobian,weights,embed_spectrum,pruning,curvature"
+/* Centered similarity (a second pass) and debiased CKA in two passes of pairs: every way an analyzer
+ * sums over the ranks. 32 sequences in 8 batches: 4 and 4 on 2 ranks, 2, 3 and 3 on 3. */
+#define ANALYZE_ARGS                                                                                         \
+    "--metrics " ANALYZE_METRICS " --n-tokens 1024 --seq-len 32 --batch 4 --center true --cka-debiased true "          \
+    "--cka-pairs-per-pass 4 --grad-batches 3 --prune-batches 2 --jac-tokens 3 --topk 2 --curv-seqs 2 --quiet"
+
+/* `mpirun -np N spanprobe analyze`: the evaluation batches shared, every accumulator summed: the
+ * report of one process within `compare`'s tolerances at 2 and 3 ranks, the same bits twice at 2
+ * ranks, one report and nothing else written; more ranks than batches is one line. */
+static void test_analyze_over_ranks(void **state)
+{
+    (void)state;
+    const char *bin = usable_bin();
+    char text[4200], model[4200], dir[4200], cmd[32768];
+    write_text(text, sizeof text);
+    scratch_path(model, sizeof model, "mpi_analyze_model");
+    scratch_path(dir, sizeof dir, "mpi_analyze_reports");
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 %s train " TRAIN_ARGS " --data %s --out %s && mkdir %s", bin, text,
+             model, dir);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    const char *launchers[][2] = {{"OMP_NUM_THREADS=1", "one"},
+                                  {"mpirun --allow-run-as-root --oversubscribe -np 2", "two"},
+                                  {"mpirun --allow-run-as-root --oversubscribe -np 2", "two_again"},
+                                  {"mpirun --allow-run-as-root --oversubscribe -np 3", "three"}};
+    for (size_t i = 0; i < sizeof launchers / sizeof *launchers; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s analyze %s/ckpt_00000050.h5 --data %s --out %s/%s.h5 " ANALYZE_ARGS,
+                 launchers[i][0], bin, model, text, dir, launchers[i][1]);
+        assert_int_equal(shell_run(cmd, NULL), 0);
+    }
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s compare %s/one.h5 %s/two.h5 --quiet && %s compare %s/one.h5 %s/three.h5 --quiet", bin,
+             dir, dir, bin, dir, dir);
+    assert_int_equal(shell_run(cmd, &out), 0);
+    print_message("%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s compare %s/two.h5 %s/two_again.h5 --rtol 0 --atol 0 --quiet", bin, dir, dir);
+    assert_int_equal(shell_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "ls %s | tr '\\n' ' '", dir);
+    assert_int_equal(shell_run(cmd, &out), 0);
+    assert_string_equal(out, "one.h5 one.json three.h5 three.json two.h5 two.json two_again.h5 two_again.json ");
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "%s %s analyze %s/ckpt_00000050.h5 --data %s --out %s/many.h5 --n-tokens 64 --seq-len 32 "
+             "--batch 1 --metrics similarity", launchers[3][0], bin, model, text, dir);
+    assert_true(shell_run(cmd, &out) != 0);
+    assert_non_null(strstr(out, "3 MPI ranks share a streaming pass of 2 batch(es)"));
+    free(out);
+    assert_int_equal(tree_remove(model), 0);
+    assert_int_equal(tree_remove(dir), 0);
     remove(text);
 }
 
@@ -196,6 +319,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_study_over_two_ranks),
         cmocka_unit_test(test_train_over_two_ranks),
+        cmocka_unit_test(test_train_over_two_ranks_cuda),
+        cmocka_unit_test(test_train_rank_killed),
+        cmocka_unit_test(test_analyze_over_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

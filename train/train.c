@@ -370,13 +370,11 @@ static sp_status setup_resumed(sp_run *r, const char *path)
 }
 
 /* Under MPI the ranks share each step's grad_accum micro-batches (every rank the same number) and
- * sum their gradients in host memory. */
+ * sum their gradients (be->sum_over_ranks: host memory and MPI on the CPU, NCCL between GPUs). */
 static sp_status check_ranks(const sp_run *r)
 {
     if (r->ranks <= 1)
         return SP_OK;
-    if (r->be != sp_backend_cpu())
-        return sp_error(SP_ERR_USAGE, "training over %d MPI ranks runs on the CPU backend (--device cpu)", r->ranks);
     if (r->opt.grad_accum % r->ranks != 0)
         return sp_error(SP_ERR_USAGE, "--grad-accum %d: over %d MPI ranks it must be a multiple of %d (each rank takes "
                         "an equal share of a step's micro-batches)", r->opt.grad_accum, r->ranks, r->ranks);
@@ -647,7 +645,7 @@ static void copy_tensors(sp_run *r, sp_real *const *dst, sp_real *const *src)
 static sp_status sum_over_ranks(sp_run *r, double *loss)
 {
     for (int i = 0; i < r->n_params; i++)
-        SP_TRY(sp_mpi_sum(r->o->acc[i], sp_param_numel(sp_model_param_spec(r->m, i))));
+        SP_TRY(r->be->sum_over_ranks(r->o->acc[i], sp_param_numel(sp_model_param_spec(r->m, i))));
     *loss = sp_mpi_sum_double(*loss);
     return SP_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mpi.h"
 #include "kernels/cpu/cpu_ops.h"
 
 /* Every block carries its size in a header, so free can keep the byte count (mem_stats). The
@@ -145,6 +146,7 @@ static const sp_backend cpu_backend = {
     .gemm_f64 = sp_cpu_gemm_f64,
     .sym_eigvals = sp_cpu_sym_eigvals,
     .singvals = sp_cpu_singvals,
+    .sum_over_ranks = sp_mpi_sum,
     .adamw = sp_cpu_adamw,
 };
 

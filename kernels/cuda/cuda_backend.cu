@@ -217,6 +217,7 @@ static const sp_backend cuda_backend = {
     .gemm_f64 = sp_cuda_gemm_f64,
     .sym_eigvals = sp_cuda_sym_eigvals,
     .singvals = sp_cuda_singvals,
+    .sum_over_ranks = sp_cuda_sum_over_ranks,
     .adamw = sp_cuda_adamw,
 };
 
@@ -231,7 +232,7 @@ extern "C" const sp_backend *sp_backend_cuda(void)
             cudaGetLastError();
             state = -1;
         } else {
-            state = sp_cuda_blas_init() ? 1 : -1;
+            state = sp_cuda_select_device(n_devices) && sp_cuda_blas_init() ? 1 : -1;
         }
     }
     return state == 1 ? &cuda_backend : NULL;

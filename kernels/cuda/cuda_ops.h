@@ -251,6 +251,12 @@ void sp_cuda_xent_fwd(int rows, int vocab, const float *logits, const int32_t *t
 void sp_cuda_xent_bwd(int rows, int vocab, const float *logits, const int32_t *targets, float scale,
                       float *dlogits);
 
+/* cuda_ranks.cu: over MPI ranks (core/mpi.h) */
+/* Makes the device of this rank's index among its node's ranks (mod n_devices) current, so ranks
+ * sharing a node take different GPUs; with one process, device 0 as before. False + sp_error. */
+bool sp_cuda_select_device(int n_devices);
+sp_status sp_cuda_sum_over_ranks(float *x, size_t n);
+
 /* cuda_adamw.cu */
 void sp_cuda_adamw(size_t n, float *param, const float *grad, float *m, float *v, double lr, double beta1,
                    double beta2, double eps, double weight_decay, long step);

@@ -183,6 +183,8 @@ static sp_status m_singvals(int m, int n, int count, double *a, double *s)
     return CPU(singvals)(m, n, count, U(a), U(s));
 }
 
+static sp_status m_sum_over_ranks(sp_real *x, size_t n) { return CPU(sum_over_ranks)(U(x), n); }
+
 static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, sp_real *v, double lr, double beta1,
                     double beta2, double eps, double weight_decay, long step)
 {
@@ -191,7 +193,7 @@ static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, s
 
 /* The name and every op of kernels/backend.h, all pointer-sized: an op added there changes the
  * size, and this build stops until it is wrapped below. */
-#define MASKED_N_FIELDS 49
+#define MASKED_N_FIELDS 50
 _Static_assert(sizeof(sp_backend) == MASKED_N_FIELDS * sizeof(void (*)(void)),
                "kernels/backend.h changed: wrap the new op in tests/support/masked_backend.c");
 
@@ -244,6 +246,7 @@ static const sp_backend masked = {
     .gemm_f64 = m_gemm_f64,
     .sym_eigvals = m_sym_eigvals,
     .singvals = m_singvals,
+    .sum_over_ranks = m_sum_over_ranks,
     .adamw = m_adamw,
 };
 
