@@ -251,6 +251,19 @@ static void test_options_json_round_trip(void **state)
     sp_train_options_defaults(&opt3);
     assert_int_equal(sp_train_options_from_json(json, "checkpoint", &cfg3, &opt3), SP_OK);
     assert_null(sp_train_options_diff(&cfg, &opt, &cfg3, &opt3, NULL, a, b, sizeof a));
+    /* every double reads back as the same bits (a derived DeepNorm alpha, (2 * 32)^(1/4), included) */
+    cfg.deepnorm_alpha = pow(64.0, 0.25);
+    free(json);
+    json = sp_train_options_to_json(&cfg, &opt);
+    assert_non_null(json);
+    assert_int_equal(sp_train_options_from_json(json, "checkpoint", &cfg3, &opt3), SP_OK);
+    assert_true(memcmp(&cfg3.deepnorm_alpha, &cfg.deepnorm_alpha, sizeof(double)) == 0);
+    /* a record of 15 digits (written before records kept every bit) matches; a real change does not */
+    cfg3.deepnorm_alpha = 2.82842712474619;
+    assert_null(sp_train_options_diff(&cfg, &opt, &cfg3, &opt3, NULL, a, b, sizeof a));
+    cfg3.deepnorm_alpha = 2.8284271;
+    assert_non_null(sp_train_options_diff(&cfg, &opt, &cfg3, &opt3, NULL, a, b, sizeof a));
+    cfg3.deepnorm_alpha = cfg.deepnorm_alpha;
     /* a difference is found and named; allowed fields are skipped */
     opt3.lr = 1e-2;
     const sp_field *f = sp_train_options_diff(&cfg, &opt, &cfg3, &opt3, NULL, a, b, sizeof a);

@@ -142,6 +142,22 @@ sp_status sp_train_options_from_json(const char *text, const char *where, sp_con
     return sp_fields_apply_json(text, where, 2, tables, objs);
 }
 
+/* Field f the same in objects a and b: its formatted values equal; for a double, also when they agree
+ * to 15 significant digits, all that the options records written before 2026-11-27 hold (cJSON's
+ * printing; io/config_file.c now writes every bit), so runs recorded then still match. */
+static int same_value(const sp_field *f, const void *a, const void *b, char *va, char *vb, size_t len)
+{
+    if (f->type == SP_FIELD_DOUBLE) {
+        snprintf(va, len, "%.15g", *(const double *)((const char *)a + f->offset));
+        snprintf(vb, len, "%.15g", *(const double *)((const char *)b + f->offset));
+        if (strcmp(va, vb) == 0)
+            return 1;
+    }
+    sp_fields_format(a, f, va, len);
+    sp_fields_format(b, f, vb, len);
+    return strcmp(va, vb) == 0;
+}
+
 const sp_field *sp_train_options_diff(const sp_config *cfg_a, const sp_train_options *a, const sp_config *cfg_b,
                                       const sp_train_options *b, const char *const *allowed, char *va, char *vb,
                                       size_t len)
@@ -153,9 +169,7 @@ const sp_field *sp_train_options_diff(const sp_config *cfg_a, const sp_train_opt
             const sp_field *f = &tables[t]->fields[i];
             if (allowed && sp_enum_lookup(allowed, f->name) >= 0)
                 continue;
-            sp_fields_format(objs_a[t], f, va, len);
-            sp_fields_format(objs_b[t], f, vb, len);
-            if (strcmp(va, vb) != 0)
+            if (!same_value(f, objs_a[t], objs_b[t], va, vb, len))
                 return f;
         }
     return NULL;
