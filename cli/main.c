@@ -74,7 +74,7 @@ static void wait_passively(int argc, char **argv)
 /* The command's exit status, MPI ended first where it was started. */
 static int finish(int status)
 {
-    sp_mpi_stop();
+    sp_mpi_stop(status);
     return status;
 }
 

@@ -41,8 +41,10 @@ sp_status sp_mpi_start(int *argc, char ***argv)
     return SP_OK;
 }
 
-void sp_mpi_stop(void)
+void sp_mpi_stop(int status)
 {
+    if (started && status != 0 && size > 1)
+        MPI_Abort(MPI_COMM_WORLD, status); /* mpirun ends every rank and exits with it */
     if (started)
         MPI_Finalize();
     started = 0;
@@ -163,7 +165,7 @@ sp_status sp_mpi_start(int *argc, char ***argv)
     return SP_OK;
 }
 
-void sp_mpi_stop(void) {}
+void sp_mpi_stop(int status) { (void)status; }
 int sp_mpi_rank(void) { return 0; }
 int sp_mpi_size(void) { return 1; }
 int sp_mpi_max_int(int v) { return v; }

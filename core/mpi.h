@@ -11,8 +11,10 @@
  * the cores of its node shared out among the node's ranks (so that `mpirun -np N` never
  * oversubscribes a machine). SP_ERR_INTERNAL when MPI fails to start. */
 sp_status sp_mpi_start(int *argc, char ***argv);
-/* Ends MPI if it was started (at exit: cli/main.c). */
-void sp_mpi_stop(void);
+/* Ends MPI if it was started (at exit: cli/main.c), with the process's exit status. A failure
+ * (status != 0) among several ranks aborts the job with that status: a rank that failed alone
+ * would otherwise wait in MPI_Finalize for ranks that wait in a sum for it. */
+void sp_mpi_stop(int status);
 int sp_mpi_rank(void); /* 0 without MPI */
 int sp_mpi_size(void); /* 1 without MPI */
 /* The largest of every rank's value (a collective: every rank must call it); v without MPI. */

@@ -259,6 +259,37 @@ static void test_train_rank_killed(void **state)
     remove_runs(text, one, killed);
 }
 
+/* A rank that fails alone ends the job: rank 0 of `mpirun -np 2 spanprobe train` finds the output
+ * directory locked by another run and stops, while rank 1 has gone on to its first gradient sum;
+ * mpirun ends both with the failure's status (before sp_mpi_stop aborted, rank 0 waited in
+ * MPI_Finalize for rank 1, which waited in the sum for rank 0: forever). */
+static void test_rank_failing_alone_ends_the_job(void **state)
+{
+    (void)state;
+    const char *bin = usable_bin();
+    char text[4200], dir[4200], cmd[32768];
+    write_text(text, sizeof text);
+    scratch_path(dir, sizeof dir, "mpi_locked");
+    const char *model = "--n-layers 2 --d-model 16 --n-heads 2 --n-kv-heads 2 --d-ff 32 --max-seq-len 32 --seq-len 32 "
+                        "--batch-size 4 --lr 3e-3 --device cpu --grad-accum 2";
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 %s train %s --steps 1000000 --data %s --out %s >/dev/null 2>&1 & H=$!; "
+             "while [ ! -e %s/.spanprobe.lock ]; do sleep 0.05; done; "
+             "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 %s train %s --steps 50 --data %s --out %s; "
+             "echo \"mpirun: $?\"; kill $H; wait $H",
+             bin, model, text, dir, dir, bin, model, text, dir);
+    char *out = NULL;
+    shell_run(cmd, &out);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "mpirun: "));
+    assert_null(strstr(out, "mpirun: 0"));
+    assert_null(strstr(out, "mpirun: 124")); /* the timeout: a hang */
+    assert_non_null(strstr(out, "in use by another spanprobe process"));
+    free(out);
+    assert_int_equal(tree_remove(dir), 0);
+    remove(text);
+}
+
 #define ANALYZE_METRICS                                                                                         \
     "similarity,cka,growth,token_uniformity,presums,hidden_spectra,ffn_spectra,logit_lens,attention,grad_norms," \
     "jacobian,weights,embed_spectrum,pruning,curvature"
@@ -321,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_train_over_two_ranks),
         cmocka_unit_test(test_train_over_two_ranks_cuda),
         cmocka_unit_test(test_train_rank_killed),
+        cmocka_unit_test(test_rank_failing_alone_ends_the_job),
         cmocka_unit_test(test_analyze_over_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
