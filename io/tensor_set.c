@@ -129,8 +129,34 @@ static sp_status fill_pt(sp_tensor_set *s, const sp_pt_file *f, const sp_pk_valu
                               .tensor = pt, .read = pt_read};
         for (int k = 0; k < t->rank; k++)
             v->shape[k] = t->shape[k];
-        s->bytes += v->nbytes;
     }
+    return SP_OK;
+}
+
+/* Storages ordered by file, then key. */
+static int cmp_storage(const void *x, const void *y)
+{
+    const pt_tensor *a = *(const pt_tensor *const *)x, *b = *(const pt_tensor *const *)y;
+    if (a->f != b->f)
+        return (uintptr_t)a->f < (uintptr_t)b->f ? -1 : 1;
+    return strcmp(a->t->storage->str, b->t->storage->str);
+}
+
+/* The bytes of the distinct storages the n tensors lie in: a tied head is a view of its
+ * embedding's storage and holds no bytes of its own. Sorted, so linear after n log n. */
+static sp_status storage_bytes(sp_tensor_set *s, int n)
+{
+    const pt_tensor **sorted = sp_malloc((size_t)(n ? n : 1) * sizeof *sorted, "storage list");
+    if (!sorted)
+        return SP_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        sorted[i] = &s->pt_tensors[i];
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_storage);
+    s->bytes = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || cmp_storage(&sorted[i - 1], &sorted[i]) != 0)
+            s->bytes += (size_t)sorted[i]->t->storage->i * sp_pk_dtype_size(sorted[i]->t->storage->dtype);
+    free(sorted);
     return SP_OK;
 }
 
@@ -151,6 +177,7 @@ static sp_status fill_pt_all(sp_tensor_set *s, const sp_pk_value *const *dicts, 
         return SP_ERR_NOMEM;
     for (int k = 0, first = 0; k < s->n_pt; first += (int)dicts[k]->n, k++)
         SP_TRY(fill_pt(s, s->pt[k], dicts[k], strip, first));
+    SP_TRY(storage_bytes(s, (int)total));
     return index_names(s, sp_pt_path(s->pt[0]));
 }
 

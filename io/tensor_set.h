@@ -24,7 +24,7 @@ void sp_tensor_set_close(sp_tensor_set *s); /* NULL is fine */
 int sp_tensor_set_count(const sp_tensor_set *s);
 const sp_tensor_view *sp_tensor_set_at(const sp_tensor_set *s, int i);
 const sp_tensor_view *sp_tensor_set_find(const sp_tensor_set *s, const char *name); /* NULL when absent */
-/* Bytes of tensor data, as stored. */
+/* Bytes of tensor data, as stored: each storage once (tied tensors share theirs). */
 size_t sp_tensor_set_bytes(const sp_tensor_set *s);
 
 #endif
