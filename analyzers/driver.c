@@ -327,6 +327,8 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet)
         if (!quiet)
             fprintf(stderr, "analyze: %s\n", rs->list[i]->name);
         double t0 = sp_clock_seconds();
+        if (a->model) /* each stage holds the activations of its own passes only, not a larger earlier one's */
+            sp_model_release_activations(a->model);
         void *state = rs->state[i];
         rs->state[i] = NULL; /* finish frees it whatever the outcome */
         /* streaming analyzers finish (and replay) at their pass's batch, the others run their own passes */

@@ -56,6 +56,10 @@ sp_status sp_model_backward_weighted(sp_model *m, double weight, int accumulate)
  * plus the attention scratch a backend may allocate per layer); the model's current activations
  * are left as they are. How the analyzers fit a memory budget. */
 size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len);
+/* Frees the activations of the last pass (they only grow, to the largest pass so far): the next
+ * pass allocates what it needs. Between stages that pass different numbers of sequences, so that a
+ * stage of fewer holds no more (analyzers/driver.c). */
+void sp_model_release_activations(sp_model *m);
 /* Waits for the backend and returns the first failure its ops recorded with sp_error since the last
  * forward pass began (SP_OK on the CPU, whose ops cannot fail). Device ops are void, so this is how
  * a GPU failure (a failed launch, a cuBLAS error) becomes a status: every pass above ends with it,

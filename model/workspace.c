@@ -208,6 +208,18 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
     return fill_ones(m);
 }
 
+void sp_model_release_activations(sp_model *m)
+{
+    void **arenas[] = {(void **)&m->arena, (void **)&m->probe_arena, (void **)&m->hvp_arena};
+    for (size_t i = 0; i < SP_ARRAY_LEN(arenas); i++) {
+        if (*arenas[i])
+            m->be->free(*arenas[i]);
+        *arenas[i] = NULL;
+    }
+    m->cap_rows = 0;
+    m->cap_attn_saved = 0;
+}
+
 size_t sp_model_activation_bytes(sp_model *m, int batch, int seq_len)
 {
     const int saved_rows = m->cap_rows;

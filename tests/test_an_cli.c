@@ -302,15 +302,17 @@ static void test_stream_batch(void **state)
 /* The gradient and pruning passes' batch: the wide-FFN model's gradients (0.3 MiB) do not fit beside a
  * pass of 4 sequences within that pass's 0.9 MiB, so they run 2 at a time, say so, record it, stay
  * within the weights plus one pass of --batch on the backend, and give the gradient of each batch of
- * 4 (here equal to the mean of two batches of 2: every target counts) and the same pruning loss. */
+ * 4 (here equal to the mean of two batches of 2: every target counts) and the same pruning loss.
+ * The same after a streaming pass of 4 sequences (similarity), whose activations the model would
+ * otherwise still hold. */
 static void model_batch_run(const fixture *f, const char *ckpt, const char *batch, const char *grad_batches,
-                            const char *report, double *norms, int64_t *n_norms, double *base_loss)
+                            const char *metrics, const char *report, double *norms, int64_t *n_norms,
+                            double *base_loss)
 {
     char *err = NULL;
     cli_expect_exit(0, (const char *[]){"analyze", ckpt, "--out", report, "--data", f->text, "--n-tokens", "64",
                                         "--seq", "8", "--batch", batch, "--grad-batches", grad_batches,
-                                        "--prune-seqs", "4", "--device", "cpu", "--metrics", "grad_norms,pruning",
-                                        NULL},
+                                        "--prune-seqs", "4", "--device", "cpu", "--metrics", metrics, NULL},
                     NULL, &err);
     report_view v;
     report_view_open(&v, report);
@@ -345,9 +347,11 @@ static void test_model_batch(void **state)
     double four[64], two[64], loss_four, loss_two;
     int64_t n_four, n_two;
     scratch_path(report, sizeof report, "grads_of_4.h5");
-    model_batch_run(f, ckpt, "4", "1", report, four, &n_four, &loss_four);
+    model_batch_run(f, ckpt, "4", "1", "grad_norms,pruning", report, four, &n_four, &loss_four);
+    scratch_path(report, sizeof report, "grads_of_4_after_pass.h5");
+    model_batch_run(f, ckpt, "4", "1", "similarity,grad_norms,pruning", report, four, &n_four, &loss_four);
     scratch_path(report, sizeof report, "grads_of_2x2.h5");
-    model_batch_run(f, ckpt, "2", "2", report, two, &n_two, &loss_two);
+    model_batch_run(f, ckpt, "2", "2", "grad_norms,pruning", report, two, &n_two, &loss_two);
     assert_int_equal(n_four, n_two);
     for (int64_t i = 0; i < n_four; i++)
         assert_below(fabs(four[i] - two[i]) / fmax(two[i], 1e-30), 1e-5, "tensor %d", (int)i);
