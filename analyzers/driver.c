@@ -306,7 +306,7 @@ static sp_status execute(sp_analysis *a, run_state *rs, int quiet)
         SP_TRY(begin_all(a, rs, &load, &n_consumers, &accumulators));
     }
     /* every rank takes its first batch's column means from rank 0's (analyzers/ranks.h) */
-    const int n_batches = (a->n_seqs + a->batch - 1) / a->batch;
+    const int n_batches = sp_eval_n_batches(a);
     if (n_consumers && sp_analysis_n_ranks(a) > n_batches)
         return sp_error(SP_ERR_USAGE, "%d MPI ranks share a streaming pass of %d batch(es) of %d sequence(s): run at "
                         "most %d ranks, or give each fewer sequences (--batch) or more (--n-tokens)",
