@@ -468,7 +468,24 @@ static sp_status expand_plan(study_state *s, sp_study_run_spec **planned, int *n
     return st;
 }
 
-/* The plan's cost and the rate assumed until measured; printed by rank 0 (the only one under MPI). */
+/* A planned run at lr "best" that an earlier group sweeping the same variant, init, depth and seed
+ * already makes (its best rate is one of that group's): it costs nothing more. */
+static int repeats_earlier(const sp_study_run_spec *planned, int k)
+{
+    const sp_study_run_spec *r = &planned[k];
+    if (strcmp(r->lr, SP_STUDY_BEST_LR) != 0)
+        return 0;
+    for (int i = 0; i < k; i++) {
+        const sp_study_run_spec *e = &planned[i];
+        if (e->group != r->group && strcmp(e->lr, SP_STUDY_BEST_LR) != 0 && strcmp(e->variant, r->variant) == 0 &&
+            strcmp(e->init, r->init) == 0 && e->cfg.n_layers == r->cfg.n_layers && e->opt.seed == r->opt.seed)
+            return 1;
+    }
+    return 0;
+}
+
+/* The plan's cost and the rate assumed until measured; printed by rank 0 (the only one under MPI).
+ * A run's time is at one worker's share of the rate; the total counts each distinct run once. */
 static void print_plan(study_state *s, const sp_study_run_spec *planned)
 {
     const int say = sp_mpi_rank() == 0;
@@ -483,13 +500,15 @@ static void print_plan(study_state *s, const sp_study_run_spec *planned)
         const sp_study_run_spec *r = &planned[k];
         char dir[4400], t[32];
         snprintf(dir, sizeof dir, "%s/runs/%s", s->o->out, r->name);
-        const double left = strcmp(r->lr, SP_STUDY_BEST_LR) == 0 ? 1 : share_left(dir, r, NULL);
+        const int repeat = repeats_earlier(planned, k);
+        const double left = repeat ? 0 : strcmp(r->lr, SP_STUDY_BEST_LR) == 0 ? 1 : share_left(dir, r, NULL);
         const double cost = run_cost(r, &s->aopt);
         total += left * cost;
-        format_duration(cost / s->assumed_rate, t, sizeof t);
+        format_duration(cost / (s->assumed_rate / s->jobs), t, sizeof t);
         if (say)
             printf("  %2d. %-34s group %d, %3d layers, d_model %d, %lld steps: %s%s\n", k + 1, r->name, r->group + 1,
-                   r->cfg.n_layers, r->cfg.d_model, (long long)r->opt.steps, left == 0 ? "done earlier" : t,
+                   r->cfg.n_layers, r->cfg.d_model, (long long)r->opt.steps,
+                   repeat ? "an earlier group's run at the best lr" : left == 0 ? "done earlier" : t,
                    left > 0 && left < 1 ? " (partly done)" : "");
     }
     s->cost_left = total;

@@ -363,6 +363,10 @@ static void test_sweep_then_best_lr(void **state)
         fail_msg("study test-sweep: exit %d: %s", rc, e);
     assert_non_null(strstr(o, "study test-sweep: 12 runs into"));
     assert_non_null(strstr(o, " 5. pre-L2-scaled-lrbest-s1 "));
+    /* planned at no cost: the sweep makes it (at whichever rate wins) */
+    assert_non_null(strstr(o, " 5. pre-L2-scaled-lrbest-s1            group 2,   2 layers, d_model 16, 12 steps: an "
+                              "earlier group's run at the best lr\n"));
+    assert_null(strstr(o, " 6. pre-L2-scaled-lrbest-s2            group 2,   2 layers, d_model 16, 12 steps: an "));
     assert_non_null(strstr(o, "study test-sweep: estimated time left: "));
     assert_non_null(strstr(o, ": done; 1 of 12 runs done; time left: "));
 
