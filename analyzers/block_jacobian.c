@@ -101,13 +101,6 @@ sp_linop sp_block_op_linop(sp_block_op *op, int first, int last)
                       .apply = op_apply, .apply_t = op_apply_t};
 }
 
-/* Backend buffers of sp_block_token_jacobians. */
-typedef struct {
-    sp_real *tangent, *out; /* vector blocks */
-    sp_real *basis;         /* [S][copies][d]: the tangents' rows at t */
-    sp_real *rows;          /* [copies][S d]: J_t^T rows of one chunk, before widening */
-} token_bufs;
-
 sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, int max_rows, double *jt)
 {
     const sp_backend *be = sp_model_backend(m);
@@ -117,45 +110,40 @@ sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, 
     int copies = max_rows / len;
     copies = copies < 1 ? 1 : copies > sd ? sd : copies;
     SP_TRY(sp_block_forward_copies(m, tokens, len, copies));
-    sp_block_op op;
-    SP_TRY(sp_block_op_init(&op, m, copies, len));
-    sp_linop lin = sp_block_op_linop(&op, 0, 1);
-    const size_t per_copy = (size_t)len * (size_t)d, seg = segment_elems(&op);
-    token_bufs b = {sp_linop_alloc_block(&lin, "token Jacobian tangents"),
-                    sp_linop_alloc_block(&lin, "token Jacobian products"),
-                    be->alloc((size_t)copies * (size_t)sd * E, "token Jacobian basis rows"),
-                    be->alloc((size_t)copies * (size_t)sd * E, "token Jacobian rows")};
-    sp_real *host = sp_malloc((size_t)copies * (size_t)sd * E, "token Jacobian basis rows");
-    sp_status st = b.tangent && b.out && b.basis && b.rows && host ? SP_OK : SP_ERR_NOMEM;
+    /* tangent and output rows [S][copies][d]: row j of stream s is copy j's vector at t */
+    const size_t block = (size_t)S * (size_t)copies * (size_t)d;
+    sp_real *tangent = be->alloc(block * E, "token Jacobian tangents");
+    sp_real *out = tangent ? be->alloc(block * E, "token Jacobian products") : NULL;
+    sp_real *rows = out ? be->alloc(block * E, "token Jacobian rows") : NULL;
+    sp_real *host = rows ? sp_malloc(block * E, "token Jacobian basis rows") : NULL;
+    sp_status st = host ? SP_OK : SP_ERR_NOMEM;
+    sp_real *t_in[2], *t_out[2];
+    for (int s = 0; s < S; s++) {
+        t_in[s] = tangent ? tangent + (size_t)s * copies * d : NULL;
+        t_out[s] = out ? out + (size_t)s * copies * d : NULL;
+    }
     for (int c0 = 0; c0 < sd && st == SP_OK; c0 += copies) {
         const int k = sd - c0 < copies ? sd - c0 : copies;
-        /* copy j carries basis vector c0 + j (stream col / d, feature col % d) at position t, copies
-         * past k none; one upload per chunk, spread to the rows at t (the others stay zero) */
-        memset(host, 0, (size_t)copies * (size_t)sd * E);
+        /* copy j carries basis vector c0 + j: stream (c0 + j) / d, feature (c0 + j) % d */
+        memset(host, 0, block * E);
         for (int j = 0; j < k; j++)
             host[(size_t)((c0 + j) / d) * copies * d + (size_t)j * d + (size_t)((c0 + j) % d)] = 1;
-        be->upload(b.basis, host, (size_t)copies * (size_t)sd * E);
-        for (int s = 0; s < S; s++)
-            be->copy_rows(b.tangent + (size_t)s * seg + (size_t)t * d, per_copy * E, b.basis + (size_t)s * copies * d,
-                          (size_t)d * E, (size_t)d * E, (size_t)copies);
+        be->upload(tangent, host, block * E);
         for (int l = 0; l < cfg->n_layers && st == SP_OK; l++) {
-            lin = sp_block_op_linop(&op, l, l + 1);
-            st = lin.apply(lin.ctx, k, b.tangent, b.out);
-            /* output stream s at t of copy j: entries s d .. s d + d - 1 of column c0 + j of J_t */
+            st = sp_model_block_jvp_at(m, l, t, k, (const sp_real *const *)t_in, t_out);
+            /* output stream s of copy j: entries s d .. s d + d - 1 of column c0 + j of J_t */
             for (int s = 0; s < S && st == SP_OK; s++)
-                be->copy_rows(b.rows + (size_t)s * d, (size_t)sd * E, b.out + (size_t)s * seg + (size_t)t * d,
-                              per_copy * E, (size_t)d * E, (size_t)k);
+                be->copy_rows(rows + (size_t)s * d, (size_t)sd * E, t_out[s], (size_t)d * E, (size_t)d * E, (size_t)k);
             if (st == SP_OK)
-                be->to_f64((size_t)k * (size_t)sd, b.rows, jt + (size_t)l * nn + (size_t)c0 * sd, 0);
+                be->to_f64((size_t)k * (size_t)sd, rows, jt + (size_t)l * nn + (size_t)c0 * sd, 0);
         }
     }
     if (st == SP_OK)
         st = sp_model_sync(m);
-    sp_real *all[] = {b.tangent, b.out, b.basis, b.rows};
+    sp_real *all[] = {tangent, out, rows};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
         if (all[i])
             be->free(all[i]);
     free(host);
-    sp_block_op_free(&op);
     return st;
 }

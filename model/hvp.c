@@ -37,7 +37,7 @@ static void block_forward(sp_model *m, int k, int l, sp_hvp_state *h, const sp_t
     sp_model_hvp_block(m, k);
     for (int s = 0; s < m->blocks[k].recipe->n_streams; s++)
         h->t.slot[s] = k == l ? h->zero : h->t_out[2 * (k - 1) + s];
-    sp_block_jvp(m, k, tan);
+    sp_block_jvp(m, k, &m->state[k], tan);
 }
 
 /* The output path's tangents: final norms, head, soft-cap (forward), then the loss gradient's

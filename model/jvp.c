@@ -3,10 +3,9 @@
  * parameters fixed (sp_model_block_jvp) or moving along a tangent (Hessian-vector products). */
 #include "model/model_internal.h"
 
-void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan)
+void sp_block_jvp(sp_model *m, int l, const sp_block_state *st, const sp_tangent *tan)
 {
     const sp_recipe *r = m->blocks[l].recipe;
-    const sp_block_state *st = &m->state[l];
     sp_real *const *t = tan->t->slot;
     const sp_backend *be = m->be;
     const int rows = m->rows, d = m->cfg.d_model;
@@ -22,7 +21,12 @@ void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan)
             if (ca != 1)
                 be->scale(n, ca, td);
             break;
-        case SP_STEP_ATTN: sp_attn_jvp(m, l, a, &st->attn, ta, td, tan); break;
+        case SP_STEP_ATTN:
+            if (tan->row)
+                sp_attn_jvp_at(m, l, a, &st->attn, ta, td, tan);
+            else
+                sp_attn_jvp(m, l, a, &st->attn, ta, td, tan);
+            break;
         case SP_STEP_FFN: sp_ffn_jvp(m, l, a, &st->ffn, ta, td, tan); break;
         case SP_STEP_ADD:
             be->axpby(n, ca, ta, 0, td);
@@ -36,7 +40,7 @@ void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan)
 static void fixed_params_jvp(sp_model *m, int l, sp_block_state *t)
 {
     const sp_tangent tan = {.t = t};
-    sp_block_jvp(m, l, &tan);
+    sp_block_jvp(m, l, &m->state[l], &tan);
 }
 
 sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out)

@@ -145,7 +145,8 @@ void sp_model_free(sp_model *m)
 {
     if (!m)
         return;
-    void *buffers[] = {m->params, m->grads, m->arena, m->probe_arena, m->hvp_arena, m->rope_freq[0], m->rope_freq[1]};
+    void *buffers[] = {m->params,      m->grads,        m->arena,       m->probe_arena,
+                       m->hvp_arena,   m->row_arena,    m->rope_freq[0], m->rope_freq[1]};
     for (size_t i = 0; i < SP_ARRAY_LEN(buffers); i++)
         if (buffers[i])
             m->be->free(buffers[i]);

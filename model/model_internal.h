@@ -68,6 +68,14 @@ typedef struct {
     sp_real *dg, *du, *dh;              /* FFN [rows, d_ff] */
 } sp_scratch;
 
+/* The forward tangents of one position t of every sequence (model/jvp_at.c): the row-wise steps
+ * run on rows gathered from position t (model rows = the sequences), attention's core on the
+ * whole pass, whose state is `prefix`. */
+typedef struct {
+    const sp_attn_state *prefix; /* the block's attention state of the forward pass */
+    int t, batch, seq_len;       /* the position, and the forward pass's shape */
+} sp_row_jvp;
+
 /* A tangent of block l's parameters for the forward-mode and second-order passes (model/hvp.c):
  * v and hv hold one element per parameter element of the block, in layout order from the block's
  * first element `base`; v NULL: the parameters do not move. */
@@ -88,6 +96,7 @@ typedef struct {
     sp_real *const *g_out, *const *g_in;
     const sp_param_tangent *p;
     sp_real *norm_tmp, *norm_mean, *norm_rstd; /* scratch of a norm's parameter tangent */
+    const sp_row_jvp *row;                     /* not NULL: the tangents of one position (sp_attn_jvp_at) */
 } sp_tangent;
 
 /* What a Hessian-vector product keeps (model/workspace.c carves it, model/hvp.c uses it). */
@@ -154,12 +163,20 @@ struct sp_model {
     /* Hessian-vector product buffers (allocated by the first sp_model_hvp) */
     void *hvp_arena;
     sp_hvp_state hvp;
+
+    /* a block's state at one position of each sequence (sp_model_block_jvp_at), for row_arena_rows rows */
+    void *row_arena;
+    int row_arena_rows;
+    sp_block_state row_state;
 };
 
 /* model/workspace.c: (re)allocates activations for the shape when it does not fit. */
 sp_status sp_model_reserve(sp_model *m, int batch, int seq_len);
 /* block_apply's scratch state for block l. */
 sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out);
+/* Block l's state laid out for `rows` rows (no attention `saved`), in a buffer kept for the
+ * most rows asked so far. */
+sp_status sp_model_row_state(sp_model *m, int l, int rows, sp_block_state **out);
 /* The Hessian-vector product's buffers, carved for the current shape at the first call after a
  * reserve; t is left carved for block l. */
 sp_status sp_model_hvp_state(sp_model *m, int l, sp_hvp_state **out);
@@ -220,6 +237,10 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
                  int with_params);
 void sp_attn_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
                  const sp_tangent *tan);
+/* sp_attn_jvp at position tan->row->t of each sequence: x, st, tx and tout hold that position's
+ * rows (m->rows of them, one per sequence), the core runs on tan->row->prefix. */
+void sp_attn_jvp_at(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
+                    const sp_tangent *tan);
 void sp_attn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx,
                      const sp_real *dout, const sp_real *tdout, sp_real *tdx, const sp_tangent *tan);
 
@@ -255,8 +276,9 @@ void sp_block_forward(sp_model *m, int l, sp_block_state *st);
 void sp_block_backward(sp_model *m, int l, const sp_block_state *st, sp_real *const *g_out, sp_real *const *g_in,
                        int with_params, const sp_tangent *tan);
 /* model/jvp.c: the forward tangents of block l's slots and internals into tan->t, from the input
- * streams' tangents tan->t->slot[s] and the parameter tangent tan->p. */
-void sp_block_jvp(sp_model *m, int l, const sp_tangent *tan);
+ * streams' tangents tan->t->slot[s] and the parameter tangent tan->p, around the block state st
+ * (the forward pass's, or with tan->row one position's). */
+void sp_block_jvp(sp_model *m, int l, const sp_block_state *st, const sp_tangent *tan);
 /* model/backward.c: from the mean loss (times weight) to the last block's output stream gradients
  * m->scratch.stream[0] through the head and the final norms (their parameter gradients with
  * with_params), keeping dlogits, dhf and dfin_sum. */

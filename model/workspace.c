@@ -30,13 +30,15 @@ static void layout_norm(arena *a, const sp_config *cfg, size_t rows, sp_norm_sta
     st->rstd = arena_take(a, rows);
 }
 
-/* One block's own buffers: slots from first_own on (the inputs before it are aliases), saved state. */
-static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st, int first_own)
+/* One block's own buffers for `rows` rows: slots from first_own on (the inputs before it are
+ * aliases), saved state (attention's `saved` of attn_saved elements). */
+static void layout_block_rows(const sp_model *m, int l, size_t rows, size_t attn_saved, arena *a, sp_block_state *st,
+                              int first_own)
 {
     const sp_config *cfg = &m->cfg;
     const sp_recipe *r = m->blocks[l].recipe;
     const sp_attn_norm attn_norm = m->blocks[l].attn_norm;
-    const size_t rows = (size_t)m->cap_rows, d = (size_t)cfg->d_model, qd = (size_t)sp_config_q_dim(cfg);
+    const size_t d = (size_t)cfg->d_model, qd = (size_t)sp_config_q_dim(cfg);
     const size_t kv = (size_t)sp_config_kv_dim(cfg), dff = (size_t)cfg->d_ff;
     for (int i = first_own; i < r->n_slots; i++)
         st->slot[i] = arena_take(a, rows * d);
@@ -56,12 +58,18 @@ static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st,
         *pre[i] = arena_take(a, rows * dims[i]);
         layout_norm(a, cfg, per_head ? rows * heads[i] : rows, &at->qkv_norm[i]);
     }
-    at->saved = arena_take(a, m->cap_attn_saved);
+    at->saved = arena_take(a, attn_saved);
     at->a = arena_take(a, rows * qd);
 
     st->ffn.g = arena_take(a, rows * dff);
     st->ffn.u = sp_config_ffn_gated(cfg) ? arena_take(a, rows * dff) : NULL;
     st->ffn.h = arena_take(a, rows * dff);
+}
+
+/* ... for the model's activation capacity. */
+static void layout_block(const sp_model *m, int l, arena *a, sp_block_state *st, int first_own)
+{
+    layout_block_rows(m, l, (size_t)m->cap_rows, m->cap_attn_saved, a, st, first_own);
 }
 
 static int any_attn_norm(const sp_model *m)
@@ -192,7 +200,10 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
         be->free(m->probe_arena);
     if (m->hvp_arena)
         be->free(m->hvp_arena);
-    m->arena = m->probe_arena = m->hvp_arena = NULL;
+    if (m->row_arena)
+        be->free(m->row_arena);
+    m->arena = m->probe_arena = m->hvp_arena = m->row_arena = NULL;
+    m->row_arena_rows = 0;
     m->cap_rows = rows;
     m->cap_attn_saved = attn_saved;
     arena count = {NULL, 0};
@@ -210,12 +221,13 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
 
 void sp_model_release_activations(sp_model *m)
 {
-    void **arenas[] = {(void **)&m->arena, (void **)&m->probe_arena, (void **)&m->hvp_arena};
+    void **arenas[] = {(void **)&m->arena, (void **)&m->probe_arena, (void **)&m->hvp_arena, (void **)&m->row_arena};
     for (size_t i = 0; i < SP_ARRAY_LEN(arenas); i++) {
         if (*arenas[i])
             m->be->free(*arenas[i]);
         *arenas[i] = NULL;
     }
+    m->row_arena_rows = 0;
     m->cap_rows = 0;
     m->cap_attn_saved = 0;
 }
@@ -255,6 +267,28 @@ sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
     arena real = {m->probe_arena, 0};
     layout_block(m, l, &real, &m->probe, 0);
     *out = &m->probe;
+    return SP_OK;
+}
+
+sp_status sp_model_row_state(sp_model *m, int l, int rows, sp_block_state **out)
+{
+    if (rows > m->row_arena_rows) {
+        if (m->row_arena)
+            m->be->free(m->row_arena);
+        m->row_arena_rows = 0;
+        size_t most = 0;
+        for (int k = 0; k < m->cfg.n_layers; k++) {
+            arena count = {NULL, 0};
+            layout_block_rows(m, k, (size_t)rows, 0, &count, &m->row_state, 0);
+            most = count.used > most ? count.used : most;
+        }
+        if (!(m->row_arena = m->be->alloc(most, "one position's block state")))
+            return SP_ERR_NOMEM;
+        m->row_arena_rows = rows;
+    }
+    arena real = {m->row_arena, 0};
+    layout_block_rows(m, l, (size_t)m->row_arena_rows, 0, &real, &m->row_state, 0);
+    *out = &m->row_state;
     return SP_OK;
 }
 

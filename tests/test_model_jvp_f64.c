@@ -14,7 +14,9 @@
  *   roundoff separates them);
  * - block_apply at the forward pass's own input reproduces the block output to 1e-12 relative
  *   (same ops, same order), and leaves the saved activations bit for bit as they were;
- * - block_vjp leaves every parameter gradient bit for bit as it was. */
+ * - block_vjp leaves every parameter gradient bit for bit as it was;
+ * - sp_model_block_jvp_at (one position of each sequence) equals block_jvp of the tangent placed at
+ *   that position, read there, to 1e-12 relative, at the first, the last and a middle position. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,6 +78,49 @@ static double dot_streams(const block_fn *f, sp_real *const *a, sp_real *const *
     for (int s = 0; s < f->n_streams; s++)
         sum += vec_dot(f->n, a[s], b[s]);
     return sum;
+}
+
+/* sp_model_block_jvp_at at position t of the first k sequences against sp_model_block_jvp of the
+ * same tangent placed at t (zero elsewhere), read at t: both analytic, so only roundoff separates
+ * them. The full JVP also shows the positions before t unmoved (causal attention). */
+static void check_at(block_fn *f, int l, int t, int k, sp_rng *rng, const char *what)
+{
+    const int ns = f->n_streams, d = (int)(f->n / ROWS);
+    const size_t at_n = (size_t)k * d, E = sizeof(sp_real);
+    sp_real *v[2] = {0}, *full[2] = {0}, *rows_in[2] = {0}, *rows_out[2] = {0};
+    for (int s = 0; s < ns; s++) {
+        v[s] = vec_zeros(f->n);
+        full[s] = vec_zeros(f->n);
+        rows_in[s] = vec_zeros(at_n);
+        vec_fill_normal(rng, at_n, rows_in[s], 1.0);
+        for (int j = 0; j < k; j++)
+            memcpy(v[s] + ((size_t)j * SEQ + t) * d, rows_in[s] + (size_t)j * d, d * E);
+    }
+    to_dev(f, v);
+    assert_int_equal(sp_model_block_jvp(f->m, l, (const sp_real *const *)f->dev_in, f->dev_out), SP_OK);
+    from_dev(f, full);
+    for (int s = 0; s < ns; s++)
+        f->be->upload(f->dev_in[s], rows_in[s], at_n * E);
+    assert_int_equal(sp_model_block_jvp_at(f->m, l, t, k, (const sp_real *const *)f->dev_in, f->dev_out), SP_OK);
+    for (int s = 0; s < ns; s++) {
+        rows_out[s] = vec_zeros(at_n);
+        f->be->download(rows_out[s], f->dev_out[s], at_n * E);
+        for (int j = 0; j < k; j++) {
+            const sp_real *want = full[s] + ((size_t)j * SEQ + t) * d, *got = rows_out[s] + (size_t)j * d;
+            const double err = vec_rel_err((size_t)d, got, want);
+            if (err >= 1e-12)
+                print_error("%s block %d stream %d: JVP at position %d of sequence %d: rel err %.3g\n", what, l, s, t,
+                            j, err);
+            assert_true(err < 1e-12);
+            for (size_t i = 0; i < (size_t)t * d; i++)
+                assert_true(full[s][(size_t)j * SEQ * d + i] == 0);
+        }
+    }
+    for (int s = 0; s < ns; s++) {
+        sp_real *all[] = {v[s], full[s], rows_in[s], rows_out[s]};
+        for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+            free(all[i]);
+    }
 }
 
 static void check_block(block_fn *f, int l, sp_rng *rng, const char *what)
@@ -143,6 +188,11 @@ static void check_block(block_fn *f, int l, sp_rng *rng, const char *what)
         print_error("%s block %d: <u, Jv> = %.15g, <J^T u, v> = %.15g\n", what, l, lhs, rhs);
     assert_true(fabs(lhs - rhs) < 1e-10 * scale);
     assert_true(scale > 0);
+
+    /* one position of every sequence: the first, the last, one between; and of the first only */
+    check_at(f, l, 0, BATCH, rng, what);
+    check_at(f, l, SEQ - 1, BATCH, rng, what);
+    check_at(f, l, 1 + l % (SEQ - 2), 1, rng, what);
 
     free(grads_before);
     free(grads_after);
@@ -220,6 +270,14 @@ static void test_block_usage_errors(void **state)
     assert_non_null(strstr(sp_error_message(), "block 4"));
     sp_error_clear();
     assert_int_equal(sp_model_block_apply(m, -1, (const sp_real *const *)io, io), SP_ERR_USAGE);
+    sp_error_clear();
+    /* a position or a sequence count the pass did not have */
+    assert_int_equal(sp_model_block_jvp_at(m, 0, SEQ, 1, (const sp_real *const *)io, io), SP_ERR_USAGE);
+    assert_non_null(strstr(sp_error_message(), "position 5 of 1 sequences"));
+    sp_error_clear();
+    assert_int_equal(sp_model_block_jvp_at(m, 0, 0, BATCH + 1, (const sp_real *const *)io, io), SP_ERR_USAGE);
+    sp_error_clear();
+    assert_int_equal(sp_model_block_jvp_at(m, cfg.n_layers, 0, 1, (const sp_real *const *)io, io), SP_ERR_USAGE);
     sp_error_clear();
     sp_model_backend(m)->free(buf);
     sp_model_free(m);

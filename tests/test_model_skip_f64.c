@@ -5,7 +5,7 @@
  * - the backward pass through a skipped block matches a five-point central difference of the loss
  *   along a random direction of every parameter (relative error < 1e-6, the tolerance of
  *   test_model_grad_f64), and the skipped block's parameters get exactly zero gradient;
- * - block_jvp, block_vjp and block_apply of a skipped block are the identity (bit for bit);
+ * - block_jvp, block_jvp_at, block_vjp and block_apply of a skipped block are the identity (bit for bit);
  * - a block index outside the model is SP_ERR_USAGE. */
 #include <math.h>
 #include <setjmp.h>
@@ -161,11 +161,15 @@ static void check_block_functions(problem *p, sp_rng *rng)
     }
     sp_status (*const fns[3])(sp_model *, int, const sp_real *const *, sp_real *const *) = {
         sp_model_block_jvp, sp_model_block_vjp, sp_model_block_apply};
-    for (int f = 0; f < 3; f++) {
-        assert_int_equal(fns[f](m, SKIPPED, (const sp_real *const *)in, out), SP_OK);
+    for (int f = 0; f < 4; f++) {
+        /* f = 3: one position (the last) of every sequence, rows [BATCH, d] */
+        const size_t len = f < 3 ? n : n / SEQ;
+        assert_int_equal(f < 3 ? fns[f](m, SKIPPED, (const sp_real *const *)in, out)
+                               : sp_model_block_jvp_at(m, SKIPPED, SEQ - 1, BATCH, (const sp_real *const *)in, out),
+                         SP_OK);
         for (int s = 0; s < n_streams; s++) {
-            sp_real *got = fixture_download(m, out[s], n);
-            assert_memory_equal(got, host[s], n * sizeof(sp_real));
+            sp_real *got = fixture_download(m, out[s], len);
+            assert_memory_equal(got, host[s], len * sizeof(sp_real));
             free(got);
         }
     }
