@@ -36,7 +36,7 @@
 #define WHY_ENTROPY "entropy of the normalized spectrum: round-off eigenvalues (~1e-7 of the top) each add " \
                     "-p ln p ~ 2e-6 nats in fp32 and nothing in fp64; up to ~5e-4 nats over thousands"
 #define WHY_HARD "trace^2 / sum of squares: dominated by the top eigenvalues, so as precise as the moments"
-#define WHY_POWER "power / subspace iteration stopped at a relative change of 1e-4 (power_tol): the two runs " \
+#define WHY_POWER "Lanczos / power iteration stopped at a relative change of 1e-4 (power_tol): the two runs " \
                   "start from the same vectors, follow the same path and may stop one step apart; small " \
                   "singular values of the top-k are judged against the top"
 #define WHY_TOKEN "token-local Jacobians built column by column from fp32 JVPs (~1e-6 relative), their SVD " \

@@ -1,10 +1,10 @@
 /* analyzers/jacobian.c: "jacobian", the block Jacobians of the model around one evaluation
  * sequence (the first jac_seq tokens of the first evaluation sequence, batch 1), from exact JVPs and VJPs
  * (analyzers/block_jacobian.h):
- *   - sigma_max(J_l) of every block by power iteration on J^T J (analyzers/linop.h), and the top-k
- *     singular values by subspace iteration (a forward pass over k copies of the sequence carries
- *     the k vectors in one JVP/VJP);
- *   - end to end, sigma_max(d h_L / d h_l) for every l, by power iteration through the chain of
+ *   - the top-k singular values of every block's J_l by block Lanczos bidiagonalization
+ *     (analyzers/linop.h; a forward pass over k copies of the sequence carries the k vectors in one
+ *     JVP/VJP), sigma_max(J_l) the first of them;
+ *   - end to end, sigma_max(d h_L / d h_l) for every l, by Lanczos (one vector) through the chain of
  *     blocks l..L-1;
  *   - token-local J_t = d x_{l+1}[t] / d x_l[t], built explicitly at jac_tokens positions drawn
  *     without replacement (seeded), fp64 SVD: sigma_max(J_t) and ||J_t||_F / sqrt(n), n = S d the
@@ -39,13 +39,13 @@ typedef struct {
     double *sigma_a, *sigma_z;        /* [L], NaN where the block has no such sum */
     double *w2w1, *w2w3, *wo_wv, *bound; /* [L]; w2w3 NaN for GELU, bound NaN without both sums */
     int not_converged;                /* iterations that hit power_iters */
-    sp_progress progress;             /* units: 3 per block (sigma_max, end to end, top-k), 1 per position */
+    sp_progress progress;             /* units: 2 per block (end to end, top-k), 1 per position */
     int64_t done;
 } jac_result;
 
 static void step(jac_result *j)
 {
-    sp_progress_update(&j->progress, ++j->done, 3 * (int64_t)j->L + j->n_tok);
+    sp_progress_update(&j->progress, ++j->done, 2 * (int64_t)j->L + j->n_tok);
 }
 
 /* A distinct seed for each iteration run, derived from the analysis seed. */
@@ -129,7 +129,7 @@ static sp_status measure_end_to_end(const sp_analysis *a, jac_result *j, sp_bloc
     return st;
 }
 
-/* Batch 1 over the sequence: sigma_max of each block, end to end, and the sums' scales. */
+/* Batch 1 over the sequence: end to end, and the sums' scales. */
 static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
 {
     sp_model *m = a->model;
@@ -149,15 +149,12 @@ static sp_status measure_sequence(const sp_analysis *a, jac_result *j)
     sp_block_op op;
     SP_TRY(sp_block_op_init(&op, m, 1, j->T));
     sp_status st = SP_OK;
-    for (int l = 0; l < j->L && st == SP_OK; l++) {
-        sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        if (sp_analysis_owns(a, l)) /* over MPI ranks, blocks round robin (analyzers/ranks.h) */
-            st = top_values(a, j, &block, l, l + 1, 1, run_seed(a, 1, l), NULL, &j->sigma_max[l], &j->sigma_iters[l]);
-        step(j);
-    }
     /* the chain is sequential: one rank's, the last, which the round robin gives the fewest blocks */
-    if (st == SP_OK && sp_analysis_owns(a, sp_analysis_n_ranks(a) - 1))
+    if (sp_analysis_owns(a, sp_analysis_n_ranks(a) - 1))
         st = measure_end_to_end(a, j, &op);
+    else
+        for (int l = 0; l < j->L; l++)
+            step(j);
     sp_block_op_free(&op);
     return st;
 }
@@ -180,9 +177,13 @@ static sp_status measure_topk(const sp_analysis *a, jac_result *j)
     sp_status st = SP_OK;
     for (int l = 0; l < j->L && st == SP_OK; l++) {
         sp_linop block = sp_block_op_linop(&op, l, l + 1);
-        if (sp_analysis_owns(a, l))
+        if (sp_analysis_owns(a, l)) { /* over MPI ranks, blocks round robin (analyzers/ranks.h) */
             st = top_values(a, j, &block, l, l + 1, j->k, run_seed(a, 3, l), NULL, j->topk + (size_t)l * j->k,
                             &j->topk_iters[l]);
+            /* the first of the k: a block iteration finds it more reliably than one vector would */
+            j->sigma_max[l] = j->topk[(size_t)l * j->k];
+            j->sigma_iters[l] = j->topk_iters[l];
+        }
         step(j);
     }
     sp_block_op_free(&op);
@@ -229,7 +230,9 @@ static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
     double *jt = be->alloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
     double *s = jt ? sp_malloc(n_values * sizeof *s, "token-local singular values") : NULL;
     sp_status st = s ? SP_OK : SP_ERR_NOMEM;
-    for (int i = 0; i < j->n_tok && st == SP_OK; i++) {
+    /* the last position first: its forward pass is the widest (max_rows rows, the most attention
+     * state), so the model's activations are allocated once, not grown at every position */
+    for (int i = j->n_tok - 1; i >= 0 && st == SP_OK; i--) {
         const int t = (int)j->tok_pos[i];
         if (!sp_analysis_owns(a, i)) { /* another MPI rank's position */
             step(j);
@@ -404,12 +407,12 @@ static sp_status write_result(const sp_analysis *a, const jac_result *j)
         tf_max[l] = max_of(nt, j->tok_frob + (size_t)l * nt);
     }
     const array_spec arrays[] = {
-        {"sigma_max", 1, {L}, j->sigma_max, "1", "[block]", "sigma_max(J_l) of block l over the whole sequence (power iteration)"},
-        {"sigma_max_iters", 1, {L}, j->sigma_iters, "iterations", "[block]", "power iterations taken for sigma_max"},
-        {"topk", 2, {L, j->k}, j->topk, "1", "[block, k]", "top-k singular values of J_l, descending (subspace iteration)"},
-        {"topk_iters", 1, {L}, j->topk_iters, "iterations", "[block]", "subspace iterations taken for topk"},
-        {"e2e_sigma_max", 1, {L}, j->e2e, "1", "[block]", "sigma_max(d h_L / d h_l), l = 0..L-1 (power iteration)"},
-        {"e2e_iters", 1, {L}, j->e2e_iters, "iterations", "[block]", "power iterations taken for e2e_sigma_max"},
+        {"sigma_max", 1, {L}, j->sigma_max, "1", "[block]", "sigma_max(J_l) of block l over the whole sequence (the first of topk)"},
+        {"sigma_max_iters", 1, {L}, j->sigma_iters, "iterations", "[block]", "iterations taken for topk, which gives sigma_max"},
+        {"topk", 2, {L, j->k}, j->topk, "1", "[block, k]", "top-k singular values of J_l, descending (block Lanczos)"},
+        {"topk_iters", 1, {L}, j->topk_iters, "iterations", "[block]", "block Lanczos iterations (products J V) taken for topk"},
+        {"e2e_sigma_max", 1, {L}, j->e2e, "1", "[block]", "sigma_max(d h_L / d h_l), l = 0..L-1 (Lanczos)"},
+        {"e2e_iters", 1, {L}, j->e2e_iters, "iterations", "[block]", "Lanczos iterations taken for e2e_sigma_max"},
         {"token_positions", 1, {nt}, j->tok_pos, "position", "[token]", "positions t of the token-local Jacobians"},
         {"token_sigma_max", 2, {L, nt}, j->tok_sigma, "1", "[block, token]", "sigma_max(J_t), J_t = dx_{l+1}[t]/dx_l[t]"},
         {"token_frob", 2, {L, nt}, j->tok_frob, "1", "[block, token]", "||J_t||_F / sqrt(n), n = streams x d_model"},

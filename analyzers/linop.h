@@ -1,16 +1,21 @@
 /* analyzers/linop.h: a square linear map known only through its products (J x and J^T y), and its
- * top singular values by subspace iteration on J^T J. The vectors live in backend memory (sp_real)
- * and every vector operation runs on the backend; only reductions (host doubles, accumulated in
- * double), the k x k Gram matrix and the k estimates come to the host.
+ * top singular values by block Lanczos bidiagonalization. The vectors live in backend memory
+ * (sp_real) and every vector operation runs on the backend; only reductions (accumulated in fp64),
+ * k x k coefficient blocks and the small projected matrix come to the host.
  *
- * With k = 1 this is the power iteration of docs/metrics.md: v random unit; repeat u = J v,
- * sigma = ||u||, w = J^T u, v = w / ||w||; stop when sigma changes by less than tol relative, or
- * after max_iters products. With k > 1: V (n x k) orthonormal (Cholesky QR twice: one k x k Gram
- * reduction per pass instead of k^2 dot products, each a host round trip on a GPU; modified
- * Gram-Schmidt, two passes, where a vector is nearly dependent on the others);
- * U = J V; the estimates are the square roots of the eigenvalues of U^T U (Rayleigh-Ritz on J^T J
- * over span V; U^T U in fp64); V = orth(J^T U); stop when every estimate above 1e-12 sigma_1
- * changes by less than tol relative.
+ * Block size k (k = 1: Golub-Kahan-Lanczos). V_1 (n x k) orthonormal, from the start vectors; then
+ * for j = 1, 2, ...: U_j = J V_j, orthogonalized against U_1..U_{j-1} (classical Gram-Schmidt,
+ * twice) and orthonormalized (Cholesky QR twice; modified Gram-Schmidt where a vector is nearly
+ * dependent, replaced by a fresh random one where it is: an invariant subspace, or a singular value
+ * of multiplicity above k); V_{j+1} = J^T U_j, the same against V_1..V_j. The estimates are the top
+ * k singular values of T = U^T J V (j k x j k, its entries the inner products of the bases with the
+ * products, fp64, LAPACK on the host): Rayleigh-Ritz over the Krylov space, so they approach the
+ * true values from below and each step's space contains the power iteration's. Stop when every
+ * estimate above 1e-12 sigma_1 changes by less than tol relative from one step to the next, or
+ * after max_iters products J V. When the bases hold SP_LINOP_MAX_BLOCKS blocks (24) the iteration
+ * restarts from its current top k Ritz vectors. A product J V carries all k vectors: the block
+ * Jacobians run k copies of the sequence. Against the subspace (power) iteration it replaced, it
+ * takes about a quarter of the products for the same tolerance (docs/benchmarks.md).
  *
  * Vector blocks. The operator's vectors come in blocks of max_k, one backend allocation of
  * n_segments * max_k * seg_len elements laid out [segment][vector][seg_len]: element e of vector j

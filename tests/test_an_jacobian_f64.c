@@ -4,7 +4,7 @@
  * Independent reference: every block's full sequence Jacobian built column by column from
  * five-point central differences of sp_model_block_apply (step 1e-4, error ~1e-10), its singular
  * values by LAPACK (dgesdd). Against it:
- * - sigma_max (power iteration) and the top-k (subspace iteration), run with power_tol 1e-13 so
+ * - sigma_max and the top-k (block Lanczos), run with power_tol 1e-13 so
  *   the iterations converge: relative error < 1e-7;
  * - end to end: the SVD of the product of the finite-difference block Jacobians J_{L-1} ... J_l;
  * - token-local: the diagonal (t, t) block of the finite-difference Jacobian, entry by entry

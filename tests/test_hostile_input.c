@@ -246,10 +246,11 @@ static void test_jacobian_overflow_named(void **state)
     /* one path through block 0's FFN with gain 1e38: the forward pass stays finite, J V does not */
     h5_edit_poison(steep, "/params/blocks/0/ffn/w1", 1, 1e19);
     h5_edit_poison(steep, "/params/blocks/0/ffn/w2", 1, 1e19);
+    /* named by the first product that overflows: the end-to-end chain from block 0 */
     expect_quick_error(4,
                        (const char *[]){"analyze", steep, "--tokens", f->ids, "--seq", "8", "--out", out, "--metrics",
                                         "jacobian", "--device", "cpu", "--quiet", NULL},
-                       "steep.h5: jacobian: d h_1 / d h_0 over the first 8 tokens: ");
+                       "steep.h5: jacobian: d h_2 / d h_0 over the first 8 tokens: ");
     assert_false(scratch_file_exists(out));
 }
 
