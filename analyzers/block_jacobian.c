@@ -107,10 +107,11 @@ sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, 
     const sp_config *cfg = sp_model_config(m);
     const int d = cfg->d_model, S = sp_config_n_streams(cfg), sd = S * d, t = len - 1;
     const size_t E = sizeof(sp_real), nn = (size_t)sd * (size_t)sd;
+    /* columns per chunk: attention's core runs over that many copies of the prefix */
     int copies = max_rows / len;
     copies = copies < 1 ? 1 : copies > sd ? sd : copies;
-    SP_TRY(sp_block_forward_copies(m, tokens, len, copies));
-    /* tangent and output rows [S][copies][d]: row j of stream s is copy j's vector at t */
+    SP_TRY(sp_block_forward_copies(m, tokens, len, 1));
+    /* tangent and output rows [S][copies][d]: row j of stream s is column j's vector at t */
     const size_t block = (size_t)S * (size_t)copies * (size_t)d;
     sp_real *tangent = be->alloc(block * E, "token Jacobian tangents");
     sp_real *out = tangent ? be->alloc(block * E, "token Jacobian products") : NULL;
@@ -124,7 +125,7 @@ sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, 
     }
     for (int c0 = 0; c0 < sd && st == SP_OK; c0 += copies) {
         const int k = sd - c0 < copies ? sd - c0 : copies;
-        /* copy j carries basis vector c0 + j: stream (c0 + j) / d, feature (c0 + j) % d */
+        /* row j carries basis vector c0 + j: stream (c0 + j) / d, feature (c0 + j) % d */
         memset(host, 0, block * E);
         for (int j = 0; j < k; j++)
             host[(size_t)((c0 + j) / d) * copies * d + (size_t)j * d + (size_t)((c0 + j) % d)] = 1;

@@ -37,13 +37,13 @@ sp_linop sp_block_op_linop(sp_block_op *op, int first, int last);
 /* J_t = d x_{l+1}[t] / d x_l[t] at t = len - 1 for every block l, around tokens[len] (causal
  * attention: position t sees exactly this prefix). The diagonal block of the sequence Jacobian, so
  * it is exact from JVPs whose tangent is one basis vector at t, read at t: the JVP outputs at t are
- * the columns of J_t, gathered on the backend as the rows of its transpose. Each copy of the
- * sequence in the forward pass carries one basis vector, and sp_model_block_jvp_at computes only
- * position t (a row per copy, attention's core over the pass). jt (backend memory,
+ * the columns of J_t, gathered on the backend as the rows of its transpose. The forward pass runs
+ * on the prefix once; sp_model_block_jvp_at computes position t alone for a chunk of basis
+ * vectors (a row each, attention's core over as many copies of the prefix). jt (backend memory,
  * fp64) gets n_layers matrices J_t^T of (S d) x (S d), S = n_streams, row-major: row s' * d + j is
  * the derivative by input stream s' feature j, column s * d + i output stream s feature i (J_t^T
- * has the singular values of J_t). Runs its own forward pass over at most max(max_rows, len) rows,
- * replacing the model's activations. */
+ * has the singular values of J_t). Runs its own forward pass over the len tokens, replacing the
+ * model's activations; attention's core takes chunks of max(1, max_rows / len) columns. */
 sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, int max_rows, double *jt);
 
 #endif

@@ -230,8 +230,8 @@ static sp_status measure_tokens(const sp_analysis *a, jac_result *j)
     double *jt = be->alloc((size_t)j->L * nn * sizeof *jt, "token-local Jacobians");
     double *s = jt ? sp_malloc(n_values * sizeof *s, "token-local singular values") : NULL;
     sp_status st = s ? SP_OK : SP_ERR_NOMEM;
-    /* the last position first: its forward pass is the widest (max_rows rows, the most attention
-     * state), so the model's activations are allocated once, not grown at every position */
+    /* the last position first: its buffers are the largest (attention over copies of the longest
+     * prefix), so they are allocated once, not grown at every position */
     for (int i = j->n_tok - 1; i >= 0 && st == SP_OK; i--) {
         const int t = (int)j->tok_pos[i];
         if (!sp_analysis_owns(a, i)) { /* another MPI rank's position */

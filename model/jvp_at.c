@@ -1,64 +1,85 @@
-/* model/jvp_at.c: the JVP of one block for tangents that live at one position t of each sequence
+/* model/jvp_at.c: the JVP of one block for tangents that live at one position t of a sequence
  * (sp_model_block_jvp_at), the token-local Jacobians' product.
  *
  * With the tangent zero at every other position, every row-wise step (norms, projections, FFN,
  * residual sums) leaves the other positions at zero, and causal attention carries position t's
  * tangent only to positions >= t. So the output at t needs the row-wise steps at t alone: they run
- * on a block state of one row per sequence, gathered from position t of the forward pass's state,
- * and only attention's core runs over the whole pass (sp_attn_jvp_at). The work is k rows instead
- * of batch x seq_len. */
+ * on a block state of k rows, each a copy of position t's state in the forward pass, one row per
+ * tangent; only attention's core runs over whole sequences, k copies of the forward pass's (batch
+ * k), its inputs copied and its saved statistics recomputed by the backend's own forward op. */
 #include "model/model_internal.h"
 
-/* Row t of each of the first k sequences of a [batch * seq_len, width] array into dst [k, width]. */
-static void gather(const sp_model *m, int t, int k, size_t width, const sp_real *src, sp_real *dst)
+/* dst [copies, elems] = src [elems] repeated: one copy, then doubling copies of what is there. */
+static void repeat(const sp_backend *be, const sp_real *src, size_t elems, int copies, sp_real *dst)
 {
     if (!src || !dst)
         return;
-    const size_t row = width * sizeof(sp_real);
-    m->be->copy_rows(dst, row, src + (size_t)t * width, (size_t)m->seq_len * row, row, (size_t)k);
+    const size_t bytes = elems * sizeof(sp_real);
+    be->copy(dst, src, bytes);
+    for (size_t have = 1; have < (size_t)copies; have *= 2) {
+        const size_t more = have < (size_t)copies - have ? have : (size_t)copies - have;
+        be->copy(dst + have * elems, dst, more * bytes);
+    }
 }
 
-static void gather_norm(const sp_model *m, int t, int k, size_t width, const sp_norm_state *src, sp_norm_state *dst)
+/* Row t of a [seq_len, width] array, k times. */
+static void repeat_row(const sp_model *m, int t, int k, size_t width, const sp_real *src, sp_real *dst)
 {
-    gather(m, t, k, width, src->mean, dst->mean);
-    gather(m, t, k, width, src->rstd, dst->rstd);
+    repeat(m->be, src ? src + (size_t)t * width : NULL, width, k, dst);
 }
 
-/* What the row-wise JVP steps of block l read from the forward pass, at position t: the slots,
- * the norms' statistics, the projections before their norms, the FFN's pre-activations. */
-static void gather_state(const sp_model *m, int l, int t, int k, const sp_block_state *src, sp_block_state *dst)
+static void repeat_norm(const sp_model *m, int t, int k, size_t width, const sp_norm_state *src, sp_norm_state *dst)
+{
+    repeat_row(m, t, k, width, src->mean, dst->mean);
+    repeat_row(m, t, k, width, src->rstd, dst->rstd);
+}
+
+/* What the row-wise JVP steps of block l read from the forward pass, at position t of sequence 0:
+ * the slots, the norms' statistics, the projections before their norms, the FFN's pre-activations. */
+static void state_at(const sp_model *m, int l, int t, int k, const sp_block_state *src, sp_block_state *dst)
 {
     const sp_config *cfg = &m->cfg;
     const sp_recipe *r = m->blocks[l].recipe;
     const size_t d = (size_t)cfg->d_model, dff = (size_t)cfg->d_ff;
     for (int i = 0; i < r->n_slots; i++)
-        gather(m, t, k, d, src->slot[i], dst->slot[i]);
+        repeat_row(m, t, k, d, src->slot[i], dst->slot[i]);
     for (int s = 0; s < r->n_steps; s++)
         if (r->steps[s].kind == SP_STEP_NORM)
-            gather_norm(m, t, k, 1, &src->norm[s], &dst->norm[s]);
+            repeat_norm(m, t, k, 1, &src->norm[s], &dst->norm[s]);
     const sp_attn_norm attn_norm = m->blocks[l].attn_norm;
     const size_t dims[3] = {(size_t)sp_config_q_dim(cfg), (size_t)sp_config_kv_dim(cfg), (size_t)sp_config_kv_dim(cfg)};
     const size_t heads[3] = {(size_t)cfg->n_heads, (size_t)cfg->n_kv_heads, (size_t)cfg->n_kv_heads};
     const sp_real *const pre_src[3] = {src->attn.q_pre, src->attn.k_pre, src->attn.v_pre};
     sp_real *const pre_dst[3] = {dst->attn.q_pre, dst->attn.k_pre, dst->attn.v_pre};
     for (int i = 0; i < sp_attn_norm_count(attn_norm); i++) {
-        gather(m, t, k, dims[i], pre_src[i], pre_dst[i]);
+        repeat_row(m, t, k, dims[i], pre_src[i], pre_dst[i]);
         /* per-head norms keep [rows * heads] statistics: a row's heads are adjacent */
-        gather_norm(m, t, k, sp_attn_norm_per_head(attn_norm) ? heads[i] : 1, &src->attn.qkv_norm[i],
+        repeat_norm(m, t, k, sp_attn_norm_per_head(attn_norm) ? heads[i] : 1, &src->attn.qkv_norm[i],
                     &dst->attn.qkv_norm[i]);
     }
-    gather(m, t, k, dff, src->ffn.g, dst->ffn.g);
-    gather(m, t, k, dff, src->ffn.u, dst->ffn.u);
-    gather(m, t, k, dff, src->ffn.h, dst->ffn.h);
+    repeat_row(m, t, k, dff, src->ffn.g, dst->ffn.g);
+    repeat_row(m, t, k, dff, src->ffn.u, dst->ffn.u);
+    repeat_row(m, t, k, dff, src->ffn.h, dst->ffn.h);
+}
+
+/* Attention's core over k copies of sequence 0: its inputs repeated, saved statistics recomputed. */
+static void attention_copies(sp_model *m, int l, int k, sp_row_bufs *b)
+{
+    const sp_attn_state *at = &m->state[l].attn;
+    const size_t len = (size_t)m->seq_len;
+    repeat(m->be, at->q, len * (size_t)sp_config_q_dim(&m->cfg), k, b->q);
+    repeat(m->be, at->k, len * (size_t)sp_config_kv_dim(&m->cfg), k, b->k);
+    repeat(m->be, at->v, len * (size_t)sp_config_kv_dim(&m->cfg), k, b->v);
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, k, m->seq_len);
+    m->be->attn_fwd(&shape, b->q, b->k, b->v, b->saved, b->a);
 }
 
 sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real *const *t_in, sp_real *const *t_out)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_jvp_at"));
-    if (t < 0 || t >= m->seq_len || k < 1 || k > m->batch)
-        return sp_error(SP_ERR_USAGE, "sp_model_block_jvp_at: position %d of %d sequences, where the forward pass had "
-                                      "%d of %d positions", t, k, m->batch, m->seq_len);
-    const int rows = m->rows, batch = m->batch, seq_len = m->seq_len;
+    if (t < 0 || t >= m->seq_len || k < 1)
+        return sp_error(SP_ERR_USAGE, "sp_model_block_jvp_at: %d tangents at position %d, where the forward pass had %d "
+                                      "positions", k, t, m->seq_len);
     const sp_recipe *r = m->blocks[l].recipe;
     const size_t bytes = (size_t)k * (size_t)m->cfg.d_model * sizeof(sp_real);
     if (sp_model_block_skipped(m, l)) {
@@ -66,22 +87,24 @@ sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real 
             m->be->copy(t_out[s], t_in[s], bytes);
         return sp_model_sync(m);
     }
-    sp_block_state *tangents = NULL, *at_t = NULL;
-    SP_TRY(sp_model_probe_state(m, l, &tangents));
-    SP_TRY(sp_model_row_state(m, l, k, &at_t));
-    gather_state(m, l, t, k, &m->state[l], at_t);
+    sp_row_bufs *b = NULL;
+    SP_TRY(sp_model_row_bufs(m, l, k, &b));
+    state_at(m, l, t, k, &m->state[l], &b->at_t);
+    attention_copies(m, l, k, b);
     for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(tangents->slot[s], t_in[s], bytes);
-    const sp_row_jvp row = {.prefix = &m->state[l].attn, .t = t, .batch = batch, .seq_len = seq_len};
-    const sp_tangent tan = {.t = tangents, .row = &row};
-    /* the row-wise steps see k sequences of one position */
+        m->be->copy(b->tangents.slot[s], t_in[s], bytes);
+    const sp_row_jvp row = {.q = b->q, .k = b->k, .v = b->v, .saved = b->saved, .tq = b->tq, .tk = b->tk, .tv = b->tv,
+                            .ta = b->ta, .t = t, .batch = k, .seq_len = m->seq_len};
+    const sp_tangent tan = {.t = &b->tangents, .row = &row};
+    /* the row-wise steps see k rows */
+    const int rows = m->rows, batch = m->batch, seq_len = m->seq_len;
     m->rows = m->batch = k;
     m->seq_len = 1;
-    sp_block_jvp(m, l, at_t, &tan);
+    sp_block_jvp(m, l, &b->at_t, &tan);
     m->rows = rows;
     m->batch = batch;
     m->seq_len = seq_len;
     for (int s = 0; s < r->n_streams; s++)
-        m->be->copy(t_out[s], tangents->slot[r->out_slots[s]], bytes);
+        m->be->copy(t_out[s], b->tangents.slot[r->out_slots[s]], bytes);
     return sp_model_sync(m);
 }

@@ -94,11 +94,11 @@ sp_status sp_model_attention_qk(const sp_model *m, int l, const sp_real **q, con
  * gradients untouched). Arrays hold n_streams pointers to backend memory. */
 sp_status sp_model_block_jvp(sp_model *m, int l, const sp_real *const *t_in, sp_real *const *t_out);
 sp_status sp_model_block_vjp(sp_model *m, int l, const sp_real *const *g_out, sp_real *const *g_in);
-/* The JVP of block l for a tangent that is zero at every position but t (0 <= t < seq_len): t_in
- * and t_out hold n_streams pointers to [k, d_model], row j the tangent at position t of sequence j
- * of the last forward pass (k <= its batch) and the JVP's output there. Causal attention keeps the
- * positions before t at zero, so this is the diagonal block (t, t) of J applied at k rows of work
- * (and attention's core over the pass) instead of batch x seq_len (model/jvp_at.c). */
+/* The JVP of block l for k tangents that are zero at every position but t (0 <= t < seq_len) of
+ * sequence 0 of the last forward pass: t_in and t_out hold n_streams pointers to [k, d_model], row
+ * j tangent j at t and the JVP's output at t. Causal attention keeps the positions before t at
+ * zero, so this is the diagonal block (t, t) of J applied to k vectors at k rows of work (and
+ * attention's core over k copies of the sequence) instead of k sequences (model/jvp_at.c). */
 sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real *const *t_in,
                                 sp_real *const *t_out);
 /* Evaluates block l on arbitrary inputs of the last forward pass's shape, leaving the saved

@@ -68,13 +68,21 @@ typedef struct {
     sp_real *dg, *du, *dh;              /* FFN [rows, d_ff] */
 } sp_scratch;
 
-/* The forward tangents of one position t of every sequence (model/jvp_at.c): the row-wise steps
- * run on rows gathered from position t (model rows = the sequences), attention's core on the
- * whole pass, whose state is `prefix`. */
+/* The forward tangents of k tangents at one position t of a sequence (model/jvp_at.c): the
+ * row-wise steps run on k rows holding position t's state, attention's core on k copies of the
+ * sequence (batch k), whose attention state and tangents are these. */
 typedef struct {
-    const sp_attn_state *prefix; /* the block's attention state of the forward pass */
-    int t, batch, seq_len;       /* the position, and the forward pass's shape */
+    const sp_real *q, *k, *v, *saved; /* the sequence's attention inputs, k times, and attn_fwd's saved */
+    sp_real *tq, *tk, *tv, *ta;       /* the core's tangents in that layout */
+    int t, batch, seq_len;            /* the position; batch = k copies of seq_len positions */
 } sp_row_jvp;
+
+/* What sp_model_block_jvp_at carves (model/workspace.c): block states of k rows for the primal
+ * at t and the tangents, and the k-copy attention buffers. */
+typedef struct {
+    sp_block_state at_t, tangents;
+    sp_real *q, *k, *v, *saved, *a, *tq, *tk, *tv, *ta;
+} sp_row_bufs;
 
 /* A tangent of block l's parameters for the forward-mode and second-order passes (model/hvp.c):
  * v and hv hold one element per parameter element of the block, in layout order from the block's
@@ -164,19 +172,19 @@ struct sp_model {
     void *hvp_arena;
     sp_hvp_state hvp;
 
-    /* a block's state at one position of each sequence (sp_model_block_jvp_at), for row_arena_rows rows */
+    /* the buffers of sp_model_block_jvp_at, in an allocation of row_arena_bytes */
     void *row_arena;
-    int row_arena_rows;
-    sp_block_state row_state;
+    size_t row_arena_bytes;
+    sp_row_bufs row_bufs;
 };
 
 /* model/workspace.c: (re)allocates activations for the shape when it does not fit. */
 sp_status sp_model_reserve(sp_model *m, int batch, int seq_len);
 /* block_apply's scratch state for block l. */
 sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out);
-/* Block l's state laid out for `rows` rows (no attention `saved`), in a buffer kept for the
- * most rows asked so far. */
-sp_status sp_model_row_state(sp_model *m, int l, int rows, sp_block_state **out);
+/* sp_model_block_jvp_at's buffers for block l, k tangents and the forward pass's seq_len, in one
+ * allocation kept while later calls fit. */
+sp_status sp_model_row_bufs(sp_model *m, int l, int k, sp_row_bufs **out);
 /* The Hessian-vector product's buffers, carved for the current shape at the first call after a
  * reserve; t is left carved for block l. */
 sp_status sp_model_hvp_state(sp_model *m, int l, sp_hvp_state **out);
@@ -237,8 +245,8 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
                  int with_params);
 void sp_attn_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
                  const sp_tangent *tan);
-/* sp_attn_jvp at position tan->row->t of each sequence: x, st, tx and tout hold that position's
- * rows (m->rows of them, one per sequence), the core runs on tan->row->prefix. */
+/* sp_attn_jvp at position tan->row->t: x, st, tx and tout hold m->rows rows of that position, one
+ * per tangent; the core runs on tan->row's copies of the sequence. */
 void sp_attn_jvp_at(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
                     const sp_tangent *tan);
 void sp_attn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx,

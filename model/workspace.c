@@ -203,7 +203,7 @@ sp_status sp_model_reserve(sp_model *m, int batch, int seq_len)
     if (m->row_arena)
         be->free(m->row_arena);
     m->arena = m->probe_arena = m->hvp_arena = m->row_arena = NULL;
-    m->row_arena_rows = 0;
+    m->row_arena_bytes = 0;
     m->cap_rows = rows;
     m->cap_attn_saved = attn_saved;
     arena count = {NULL, 0};
@@ -227,7 +227,7 @@ void sp_model_release_activations(sp_model *m)
             m->be->free(*arenas[i]);
         *arenas[i] = NULL;
     }
-    m->row_arena_rows = 0;
+    m->row_arena_bytes = 0;
     m->cap_rows = 0;
     m->cap_attn_saved = 0;
 }
@@ -270,25 +270,40 @@ sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
     return SP_OK;
 }
 
-sp_status sp_model_row_state(sp_model *m, int l, int rows, sp_block_state **out)
+/* sp_model_block_jvp_at's buffers: block l's state for k rows twice, then k copies of the pass's
+ * sequence for attention's core: its inputs, saved statistics and output, and their tangents. */
+static void layout_row_bufs(const sp_model *m, int l, int k, arena *a, sp_row_bufs *b)
 {
-    if (rows > m->row_arena_rows) {
+    const size_t pass = (size_t)k * (size_t)m->seq_len, qd = (size_t)sp_config_q_dim(&m->cfg);
+    const size_t kv = (size_t)sp_config_kv_dim(&m->cfg);
+    layout_block_rows(m, l, (size_t)k, 0, a, &b->at_t, 0);
+    layout_block_rows(m, l, (size_t)k, 0, a, &b->tangents, 0);
+    b->q = arena_take(a, pass * qd);
+    b->k = arena_take(a, pass * kv);
+    b->v = arena_take(a, pass * kv);
+    b->saved = arena_take(a, attn_saved_elems(m, k, m->seq_len));
+    b->a = arena_take(a, pass * qd);
+    b->tq = arena_take(a, pass * qd);
+    b->tk = arena_take(a, pass * kv);
+    b->tv = arena_take(a, pass * kv);
+    b->ta = arena_take(a, pass * qd);
+}
+
+sp_status sp_model_row_bufs(sp_model *m, int l, int k, sp_row_bufs **out)
+{
+    arena count = {NULL, 0};
+    layout_row_bufs(m, l, k, &count, &m->row_bufs);
+    if (count.used > m->row_arena_bytes) {
         if (m->row_arena)
             m->be->free(m->row_arena);
-        m->row_arena_rows = 0;
-        size_t most = 0;
-        for (int k = 0; k < m->cfg.n_layers; k++) {
-            arena count = {NULL, 0};
-            layout_block_rows(m, k, (size_t)rows, 0, &count, &m->row_state, 0);
-            most = count.used > most ? count.used : most;
-        }
-        if (!(m->row_arena = m->be->alloc(most, "one position's block state")))
+        m->row_arena_bytes = 0;
+        if (!(m->row_arena = m->be->alloc(count.used, "one position's Jacobian buffers")))
             return SP_ERR_NOMEM;
-        m->row_arena_rows = rows;
+        m->row_arena_bytes = count.used;
     }
     arena real = {m->row_arena, 0};
-    layout_block_rows(m, l, (size_t)m->row_arena_rows, 0, &real, &m->row_state, 0);
-    *out = &m->row_state;
+    layout_row_bufs(m, l, k, &real, &m->row_bufs);
+    *out = &m->row_bufs;
     return SP_OK;
 }
 
