@@ -94,6 +94,7 @@ static int n_logs(const sp_plot_inputs *in)
 static sp_status skip_without_logs(sp_plot_ctx *c, const char *needs)
 {
     c->left_out[0] = '\0';
+    c->n_left_out = 0;
     return sp_plot_skip(c, "%s (it needs %s)", n_logs(c->in) ? "no training log among the inputs holds its data"
                                                              : "no training log among the inputs", needs);
 }

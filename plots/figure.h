@@ -29,7 +29,9 @@ typedef struct {
     int n_runs;
     char skip[512];  /* non-empty: not drawn, and why */
     char left_out[1024];
+    int n_left_out;            /* runs left out; left_out names the first few */
     int min_width, min_height; /* the canvas a grid of panels needs (pixels; 0: any) */
+    int key_panel_rows;        /* > 0: rows of panels above a key naming every run (plots/panels.gp) */
 } sp_plot_ctx;
 
 typedef struct {
@@ -62,6 +64,8 @@ sp_status sp_plot_each_report(sp_plot_ctx *c, const char *analyzer, int k, const
 sp_status sp_plot_skip(sp_plot_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Series s is not in the figure, for the reason given (collected into one note). */
 void sp_plot_leave_out(sp_plot_ctx *c, const sp_plot_series *s, const char *why);
+/* The one-line note on the runs left out (the first few named, the rest counted), in buf. */
+const char *sp_plot_left_out_note(const sp_plot_ctx *c, char *buf, size_t len);
 /* Appends series index i to the figure's runs (its legend entry and colour). */
 sp_status sp_plot_add_run(sp_plot_ctx *c, int i);
 /* Writes n_runs, run_title[], run_short[] and run_color[] (the run's colour, the same in every

@@ -16,10 +16,24 @@ sp_status sp_plot_skip(sp_plot_ctx *c, const char *fmt, ...)
     return SP_OK;
 }
 
+/* Runs a left-out note names; the rest are counted. */
+#define LEFT_OUT_NAMED 3
+
 void sp_plot_leave_out(sp_plot_ctx *c, const sp_plot_series *s, const char *why)
 {
+    if (c->n_left_out++ >= LEFT_OUT_NAMED)
+        return;
     size_t used = strlen(c->left_out);
     snprintf(c->left_out + used, sizeof c->left_out - used, "%s%s (%s)", used ? "; " : "", s->title, why);
+}
+
+const char *sp_plot_left_out_note(const sp_plot_ctx *c, char *buf, size_t len)
+{
+    if (c->n_left_out > LEFT_OUT_NAMED)
+        snprintf(buf, len, "%d runs: %s; and %d more", c->n_left_out, c->left_out, c->n_left_out - LEFT_OUT_NAMED);
+    else
+        snprintf(buf, len, "%s", c->left_out);
+    return buf;
 }
 
 sp_status sp_plot_add_run(sp_plot_ctx *c, int i)
@@ -166,6 +180,7 @@ void sp_plot_var_grid(sp_plot_ctx *c, int n)
 void sp_plot_var_panels(sp_plot_ctx *c, const char *title, int blocks_per_run, int has_bars, int n,
                         const sp_plot_panel *panels)
 {
+    c->key_panel_rows = has_bars ? n : 1;
     sp_plot_var_str(c, "figure_title", title);
     sp_plot_var_num(c, "blocks_per_run", blocks_per_run);
     sp_plot_var_num(c, "has_bars", has_bars);
@@ -271,6 +286,7 @@ sp_status sp_plot_each_report(sp_plot_ctx *c, const char *analyzer, int k, const
         for (int j = 0; j < k; j++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", metrics[j].name);
         c->left_out[0] = '\0'; /* the skip line says it all */
+        c->n_left_out = 0;
         return sp_plot_skip(c, "%s (it needs %s/{%s})", n_reports ? "no report among the inputs holds its data"
                                                                   : "no report among the inputs",
                             analyzer, names);

@@ -7,12 +7,7 @@
 # then the value for panel p in column p + 1. The key naming every run sits below the panels.
 px_w = 1.0 / width
 px_h = 1.0 / height
-# entries per key row: what fits the width, an entry being as wide as the longest title (about
-# 9 pixels a character, generously) plus its sample
-key_len = 1
-do for [i = 1:n_runs] { key_len = strlen(run_title[i]) > key_len ? strlen(run_title[i]) : key_len }
-key_cols = int(0.95 * width / (9.0 * key_len + 60))
-key_cols = key_cols < 1 ? 1 : (key_cols > n_runs ? n_runs : key_cols)
+# entries per key row, key_cols, come from plots/plot.c, which grows the canvas to hold the key
 key_rows = int((n_runs + key_cols - 1) / key_cols)
 top = 1.0 - 34 * px_h
 bottom = (8 + 15 * key_rows) * px_h

@@ -72,6 +72,24 @@ static sp_status select_figures(const char *only, unsigned char *selected)
     return SP_OK;
 }
 
+/* The key under a panels figure (plots/panels.gp): an entry per run, as wide as the longest title
+ * (about 6.5 pixels a character at the key's font) and its sample, as many to a row as fit the
+ * width, each row KEY_ROW_PX high, below the title strip KEY_TOP_PX. */
+#define KEY_ROW_PX 15
+#define KEY_TOP_PX 34
+static void key_layout(const sp_plot_ctx *c, int width, int *cols, int *rows)
+{
+    size_t longest = 1;
+    for (int k = 0; k < c->n_runs; k++) {
+        const size_t len = strlen(c->in->items[c->runs[k]].title);
+        longest = len > longest ? len : longest;
+    }
+    const int n = c->n_runs > 0 ? c->n_runs : 1;
+    *cols = (int)(0.95 * width / (6.5 * (double)longest + 60));
+    *cols = *cols < 1 ? 1 : *cols > n ? n : *cols;
+    *rows = (n + *cols - 1) / *cols;
+}
+
 /* The figure's script: how to redraw it, its variables, the shared styles, its template. */
 static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c, const sp_plot_options *opt,
                                 sp_text *script)
@@ -84,9 +102,18 @@ static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c,
                    fig->id, fig->description, SP_VERSION, fig->id, fig->id);
     sp_text_printf(script, "\n# ---- this figure's data and labels ----\n");
     const int grow = !opt->fixed_size;
-    sp_text_printf(script, "width = %d\nheight = %d\nout_base = \"%s\"\ndatafile = \"%s.dat\"\n",
-                   grow && c->min_width > opt->width ? c->min_width : opt->width,
-                   grow && c->min_height > opt->height ? c->min_height : opt->height, fig->id, fig->id);
+    const int width = grow && c->min_width > opt->width ? c->min_width : opt->width;
+    int height = grow && c->min_height > opt->height ? c->min_height : opt->height;
+    if (c->key_panel_rows > 0) {
+        int key_cols, key_rows;
+        key_layout(c, width, &key_cols, &key_rows);
+        sp_text_printf(script, "key_cols = %d\n", key_cols);
+        /* the panels keep their least height above the key, however many runs it names */
+        const int need = c->key_panel_rows * SP_PLOT_MIN_PANEL_HEIGHT + KEY_TOP_PX + KEY_ROW_PX * key_rows + 8;
+        height = grow && need > height ? need : height;
+    }
+    sp_text_printf(script, "width = %d\nheight = %d\nout_base = \"%s\"\ndatafile = \"%s.dat\"\n", width, height,
+                   fig->id, fig->id);
     sp_text_printf(script, "%s\n%s\n%s", sp_text_str(&c->vars), common, body);
     return sp_text_status(script, fig->id);
 }
@@ -130,8 +157,9 @@ static sp_status draw_figure(const sp_plot_figure *fig, const sp_plot_inputs *in
         fprintf(stderr, "plot: %s: skipped: %s\n", fig->id, c.skip);
         res->skipped++;
     } else if (st == SP_OK) {
+        char note[1200];
         if (c.left_out[0])
-            fprintf(stderr, "plot: %s: left out %s\n", fig->id, c.left_out);
+            fprintf(stderr, "plot: %s: left out %s\n", fig->id, sp_plot_left_out_note(&c, note, sizeof note));
         sp_plot_write_runs(&c);
         sp_plot_end_data(&c);
         st = sp_text_status(&c.data, fig->id);

@@ -480,6 +480,51 @@ static void test_grid_canvas_grows(void **state)
     sp_text_free(&two.vars);
 }
 
+/* Forty runs: the loss figure's key takes two columns and 20 rows, and the canvas grows so that the
+ * panel keeps its least height above it; a figure that leaves out many runs names three and counts
+ * the rest, on one line. */
+static void test_many_runs(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    char dirs[N][4200], out[4200];
+    const char *args[N + 8];
+    int n_args = 0;
+    args[n_args++] = "plot";
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "run-many-%d", i);
+        make_dir(dirs[i], sizeof dirs[i], name);
+        write_log(dirs[i], i % 2 ? "pre" : "span", 2 + i % 20, 1.0, "done"); /* at most 21 layers */
+        if (i < 6)
+            write_report(dirs[i], 2 + i, 0.2, i == 0);
+        args[n_args++] = dirs[i];
+    }
+    scratch_path(out, sizeof out, "plot-many");
+    tree_remove(out);
+    const char *tail[] = {"--out", out, "--only", "loss,prune", NULL};
+    for (size_t i = 0; i < SP_ARRAY_LEN(tail); i++) /* the options and the closing NULL */
+        args[n_args++] = tail[i];
+    char *o = NULL, *e = NULL;
+    int rc = scratch_run_cli(args, &o, &e);
+    if (rc == -1)
+        skip();
+    assert_int_equal(rc, 0);
+    char *script = read_text(out, "loss.gp");
+    assert_non_null(strstr(script, "key_cols = 2\n"));
+    /* 250 px of panel, the title strip (34), 20 key rows of 15 and 8 below */
+    assert_figure(out, "loss", SP_PLOT_DEFAULT_WIDTH, SP_PLOT_MIN_PANEL_HEIGHT + 34 + 20 * 15 + 8);
+    assert_int_equal(scratch_count_lines(e), 1);
+    assert_non_null(strstr(e, "plot: prune: left out 5 runs: pre, L=3, scaled init, lr 0.003 (no pruning/"));
+    assert_non_null(strstr(e, "; and 2 more\n"));
+    free(script);
+    free(o);
+    free(e);
+    for (int i = 0; i < N; i++)
+        tree_remove(dirs[i]);
+    tree_remove(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_missing_data_skipped),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_grid_canvas_grows),
+        cmocka_unit_test(test_many_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
