@@ -107,7 +107,7 @@ sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, 
     const sp_config *cfg = sp_model_config(m);
     const int d = cfg->d_model, S = sp_config_n_streams(cfg), sd = S * d, t = len - 1;
     const size_t E = sizeof(sp_real), nn = (size_t)sd * (size_t)sd;
-    /* columns per chunk: attention's core runs over that many copies of the prefix */
+    /* columns per chunk: with RoPE their tangents are turned in a pad of as many copies of the prefix */
     int copies = max_rows / len;
     copies = copies < 1 ? 1 : copies > sd ? sd : copies;
     SP_TRY(sp_block_forward_copies(m, tokens, len, 1));

@@ -39,11 +39,12 @@ sp_linop sp_block_op_linop(sp_block_op *op, int first, int last);
  * it is exact from JVPs whose tangent is one basis vector at t, read at t: the JVP outputs at t are
  * the columns of J_t, gathered on the backend as the rows of its transpose. The forward pass runs
  * on the prefix once; sp_model_block_jvp_at computes position t alone for a chunk of basis
- * vectors (a row each, attention's core over as many copies of the prefix). jt (backend memory,
+ * vectors (a row each; attention of query t against the prefix). jt (backend memory,
  * fp64) gets n_layers matrices J_t^T of (S d) x (S d), S = n_streams, row-major: row s' * d + j is
  * the derivative by input stream s' feature j, column s * d + i output stream s feature i (J_t^T
  * has the singular values of J_t). Runs its own forward pass over the len tokens, replacing the
- * model's activations; attention's core takes chunks of max(1, max_rows / len) columns. */
+ * model's activations; the columns go in chunks of max(1, max_rows / len) (a RoPE pad of at most
+ * max_rows rows). */
 sp_status sp_block_token_jacobians(sp_model *m, const int32_t *tokens, int len, int max_rows, double *jt);
 
 #endif

@@ -123,6 +123,14 @@ struct sp_backend {
                      const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
     void (*attn_jvp)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
                      const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
+    /* attn_jvp at one query position t of sequence 0 of the pass (q, k, v, saved as attn_fwd had
+     * them), for n tangents that are zero at every position but t: tq [n, n_heads*head_dim] and
+     * tk, tv [n, n_kv_heads*head_dim] hold the tangents' rows at t, tout [n, n_heads*head_dim]
+     * gets the output's tangent at t (the positions before t stay zero, those after are not
+     * needed: the token-local Jacobians). Work n * n_heads * (t + 1) * head_dim, not a pass. */
+    void (*attn_jvp_at)(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                        const sp_real *saved, int t, int n, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                        sp_real *tout);
     /* Diagnostics of the probabilities P of attn_fwd, recomputed from q and k (its scores, soft-cap,
      * window and softmax; nothing of `saved` is needed). Per query row r (position i = r % seq_len)
      * and head h, stats[(r * n_heads + h) * SP_ATTN_N_STATS + s] (double) gets the SP_ATTN_* values

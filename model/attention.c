@@ -152,29 +152,29 @@ void sp_attn_jvp_at(sp_model *m, int l, const sp_real *x, const sp_attn_state *s
     const sp_block_params *b = &m->blocks[l];
     const sp_row_jvp *at = tan->row;
     const int k = m->rows, d = m->cfg.d_model, qd = sp_config_q_dim(&m->cfg), hd = sp_config_head_dim(&m->cfg);
-    const size_t E = sizeof(sp_real), pass_rows = (size_t)at->batch * (size_t)at->seq_len;
+    const size_t E = sizeof(sp_real), pad_rows = (size_t)k * (size_t)at->seq_len;
     sp_attn_state *ts = &tan->t->attn;
-    sp_real *const core[3] = {at->tq, at->tk, at->tv};
     projection p[3], t[3];
     projections(m, l, st, &m->scratch, p); /* only the saved values and norms are read */
     projections(m, l, ts, &m->scratch, t);
     for (int i = 0; i < 3; i++) {
         const int normed = p[i].np.gain >= 0;
-        const size_t row = (size_t)p[i].dim * E;
         sp_linear_jvp(m, k, d, p[i].dim, x, sp_model_param(m, p[i].w), tx, NULL, NULL, normed ? t[i].pre : t[i].post);
         if (normed)
             sp_norm_op_jvp(m, p[i].np, p[i].norm_rows, p[i].norm_dim, p[i].pre, p[i].ns, t[i].pre, t[i].post, tan);
-        /* tangent j at position t of copy j, zero elsewhere, where RoPE turns it by t */
-        be->zero(core[i], pass_rows * row);
-        be->copy_rows(core[i] + (size_t)at->t * p[i].dim, (size_t)at->seq_len * row, t[i].post, row, row, (size_t)k);
-        if (p[i].rope_heads)
-            be->rope((int)pass_rows, at->seq_len, p[i].rope_heads, hd, sp_config_rope_dims(&m->cfg),
-                     m->rope_freq[sp_rope_layer_local(&m->cfg, l)], +1, core[i]);
+        if (p[i].rope_heads) { /* turned by t: each row at position t of its own padded sequence */
+            const size_t row = (size_t)p[i].dim * E, seq = (size_t)at->seq_len * row;
+            sp_real *at_t = at->rope_pad + (size_t)at->t * p[i].dim;
+            be->zero(at->rope_pad, pad_rows * row);
+            be->copy_rows(at_t, seq, t[i].post, row, row, (size_t)k);
+            be->rope((int)pad_rows, at->seq_len, p[i].rope_heads, hd, sp_config_rope_dims(&m->cfg),
+                     m->rope_freq[sp_rope_layer_local(&m->cfg, l)], +1, at->rope_pad);
+            be->copy_rows(t[i].post, row, at_t, seq, row, (size_t)k);
+        }
     }
-    const sp_attn_shape shape = sp_attn_shape_of(m, l, at->batch, at->seq_len);
-    be->attn_jvp(&shape, at->q, at->k, at->v, at->saved, at->tq, at->tk, at->tv, at->ta);
-    be->copy_rows(ts->a, (size_t)qd * E, at->ta + (size_t)at->t * qd, (size_t)at->seq_len * qd * E, (size_t)qd * E,
-                  (size_t)k);
+    const sp_attn_shape shape = sp_attn_shape_of(m, l, 1, at->seq_len);
+    be->attn_jvp_at(&shape, at->prefix->q, at->prefix->k, at->prefix->v, at->prefix->saved, at->t, k, ts->q, ts->k,
+                    ts->v, ts->a);
     sp_linear_jvp(m, k, qd, d, st->a, sp_model_param(m, b->wo), ts->a, NULL, NULL, tout);
 }
 

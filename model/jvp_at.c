@@ -5,8 +5,8 @@
  * residual sums) leaves the other positions at zero, and causal attention carries position t's
  * tangent only to positions >= t. So the output at t needs the row-wise steps at t alone: they run
  * on a block state of k rows, each a copy of position t's state in the forward pass, one row per
- * tangent; only attention's core runs over whole sequences, k copies of the forward pass's (batch
- * k), its inputs copied and its saved statistics recomputed by the backend's own forward op. */
+ * tangent; attention's core is the backend's attn_jvp_at on the forward pass's attention state,
+ * k (t + 1) key positions of work. */
 #include "model/model_internal.h"
 
 /* dst [copies, elems] = src [elems] repeated: one copy, then doubling copies of what is there. */
@@ -62,18 +62,6 @@ static void state_at(const sp_model *m, int l, int t, int k, const sp_block_stat
     repeat_row(m, t, k, dff, src->ffn.h, dst->ffn.h);
 }
 
-/* Attention's core over k copies of sequence 0: its inputs repeated, saved statistics recomputed. */
-static void attention_copies(sp_model *m, int l, int k, sp_row_bufs *b)
-{
-    const sp_attn_state *at = &m->state[l].attn;
-    const size_t len = (size_t)m->seq_len;
-    repeat(m->be, at->q, len * (size_t)sp_config_q_dim(&m->cfg), k, b->q);
-    repeat(m->be, at->k, len * (size_t)sp_config_kv_dim(&m->cfg), k, b->k);
-    repeat(m->be, at->v, len * (size_t)sp_config_kv_dim(&m->cfg), k, b->v);
-    const sp_attn_shape shape = sp_attn_shape_of(m, l, k, m->seq_len);
-    m->be->attn_fwd(&shape, b->q, b->k, b->v, b->saved, b->a);
-}
-
 sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real *const *t_in, sp_real *const *t_out)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_block_jvp_at"));
@@ -90,11 +78,9 @@ sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real 
     sp_row_bufs *b = NULL;
     SP_TRY(sp_model_row_bufs(m, l, k, &b));
     state_at(m, l, t, k, &m->state[l], &b->at_t);
-    attention_copies(m, l, k, b);
     for (int s = 0; s < r->n_streams; s++)
         m->be->copy(b->tangents.slot[s], t_in[s], bytes);
-    const sp_row_jvp row = {.q = b->q, .k = b->k, .v = b->v, .saved = b->saved, .tq = b->tq, .tk = b->tk, .tv = b->tv,
-                            .ta = b->ta, .t = t, .batch = k, .seq_len = m->seq_len};
+    const sp_row_jvp row = {.prefix = &m->state[l].attn, .rope_pad = b->rope_pad, .t = t, .seq_len = m->seq_len};
     const sp_tangent tan = {.t = &b->tangents, .row = &row};
     /* the row-wise steps see k rows */
     const int rows = m->rows, batch = m->batch, seq_len = m->seq_len;

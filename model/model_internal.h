@@ -68,20 +68,20 @@ typedef struct {
     sp_real *dg, *du, *dh;              /* FFN [rows, d_ff] */
 } sp_scratch;
 
-/* The forward tangents of k tangents at one position t of a sequence (model/jvp_at.c): the
- * row-wise steps run on k rows holding position t's state, attention's core on k copies of the
- * sequence (batch k), whose attention state and tangents are these. */
+/* The forward tangents of k tangents at one position t of sequence 0 (model/jvp_at.c): the
+ * row-wise steps run on k rows holding position t's state, attention's core (attn_jvp_at) on the
+ * forward pass's attention state `prefix`. */
 typedef struct {
-    const sp_real *q, *k, *v, *saved; /* the sequence's attention inputs, k times, and attn_fwd's saved */
-    sp_real *tq, *tk, *tv, *ta;       /* the core's tangents in that layout */
-    int t, batch, seq_len;            /* the position; batch = k copies of seq_len positions */
+    const sp_attn_state *prefix;
+    sp_real *rope_pad; /* [k, seq_len, widest projection]: RoPE turns rows by their position */
+    int t, seq_len;
 } sp_row_jvp;
 
 /* What sp_model_block_jvp_at carves (model/workspace.c): block states of k rows for the primal
- * at t and the tangents, and the k-copy attention buffers. */
+ * at t and the tangents, and the RoPE pad. */
 typedef struct {
     sp_block_state at_t, tangents;
-    sp_real *q, *k, *v, *saved, *a, *tq, *tk, *tv, *ta;
+    sp_real *rope_pad;
 } sp_row_bufs;
 
 /* A tangent of block l's parameters for the forward-mode and second-order passes (model/hvp.c):
@@ -246,7 +246,7 @@ void sp_attn_bwd(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, 
 void sp_attn_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
                  const sp_tangent *tan);
 /* sp_attn_jvp at position tan->row->t: x, st, tx and tout hold m->rows rows of that position, one
- * per tangent; the core runs on tan->row's copies of the sequence. */
+ * per tangent; the core (attn_jvp_at) reads tan->row->prefix. */
 void sp_attn_jvp_at(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx, sp_real *tout,
                     const sp_tangent *tan);
 void sp_attn_bwd_jvp(sp_model *m, int l, const sp_real *x, const sp_attn_state *st, const sp_real *tx,

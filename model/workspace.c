@@ -270,23 +270,14 @@ sp_status sp_model_probe_state(sp_model *m, int l, sp_block_state **out)
     return SP_OK;
 }
 
-/* sp_model_block_jvp_at's buffers: block l's state for k rows twice, then k copies of the pass's
- * sequence for attention's core: its inputs, saved statistics and output, and their tangents. */
+/* sp_model_block_jvp_at's buffers: block l's state for k rows twice, and with RoPE a pad of k
+ * sequences of the pass's length for the widest projection. */
 static void layout_row_bufs(const sp_model *m, int l, int k, arena *a, sp_row_bufs *b)
 {
-    const size_t pass = (size_t)k * (size_t)m->seq_len, qd = (size_t)sp_config_q_dim(&m->cfg);
-    const size_t kv = (size_t)sp_config_kv_dim(&m->cfg);
+    const size_t qd = (size_t)sp_config_q_dim(&m->cfg), kv = (size_t)sp_config_kv_dim(&m->cfg);
     layout_block_rows(m, l, (size_t)k, 0, a, &b->at_t, 0);
     layout_block_rows(m, l, (size_t)k, 0, a, &b->tangents, 0);
-    b->q = arena_take(a, pass * qd);
-    b->k = arena_take(a, pass * kv);
-    b->v = arena_take(a, pass * kv);
-    b->saved = arena_take(a, attn_saved_elems(m, k, m->seq_len));
-    b->a = arena_take(a, pass * qd);
-    b->tq = arena_take(a, pass * qd);
-    b->tk = arena_take(a, pass * kv);
-    b->tv = arena_take(a, pass * kv);
-    b->ta = arena_take(a, pass * qd);
+    b->rope_pad = m->cfg.pos == SP_POS_ROPE ? arena_take(a, (size_t)k * (size_t)m->seq_len * (qd > kv ? qd : kv)) : NULL;
 }
 
 sp_status sp_model_row_bufs(sp_model *m, int l, int k, sp_row_bufs **out)

@@ -533,6 +533,17 @@ static void check_attention(const sp_attn_shape *shape, const char *name)
     gpu_be->attn_jvp(shape, q.gpu, k.gpu, v.gpu, saved.gpu, tq.gpu, tk.gpu, tv.gpu, tout.gpu);
     CHECK(tout, "attn_jvp");
 
+    /* three tangents at one position of sequence 0 (the token-local Jacobians) */
+    enum { N_AT = 3 };
+    const int t_at = shape->seq_len - 2;
+    const size_t nq_at = (size_t)N_AT * shape->n_heads * shape->head_dim;
+    const size_t nkv_at = (size_t)N_AT * shape->n_kv_heads * shape->head_dim;
+    dual aq = dual_random(&rng, nq_at, 1.0), ak = dual_random(&rng, nkv_at, 1.0), av = dual_random(&rng, nkv_at, 1.0);
+    dual aout = dual_output(nq_at);
+    cpu_be->attn_jvp_at(shape, q.cpu, k.cpu, v.cpu, saved.cpu, t_at, N_AT, aq.cpu, ak.cpu, av.cpu, aout.cpu);
+    gpu_be->attn_jvp_at(shape, q.gpu, k.gpu, v.gpu, saved.gpu, t_at, N_AT, aq.gpu, ak.gpu, av.gpu, aout.gpu);
+    CHECK(aout, "attn_jvp_at");
+
     dual tdout = dual_random(&rng, nq, 1.0); /* the second order adds into dq, dk, dv */
     cpu_be->attn_bwd_jvp(shape, q.cpu, k.cpu, v.cpu, saved.cpu, tq.cpu, tk.cpu, tv.cpu, dout.cpu, tdout.cpu, dq.cpu,
                          dk.cpu, dv.cpu);
@@ -543,7 +554,7 @@ static void check_attention(const sp_attn_shape *shape, const char *name)
     CHECK(dv, "attn_bwd_jvp tdv");
 #undef CHECK
 
-    dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout, &tdout};
+    dual *all[] = {&q, &k, &v, &saved, &out, &dout, &dq, &dk, &dv, &tq, &tk, &tv, &tout, &tdout, &aq, &ak, &av, &aout};
     for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
         dual_free(all[i]);
 }

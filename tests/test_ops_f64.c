@@ -685,6 +685,51 @@ static void test_attention_derivatives(void **state)
     check_attention_derivatives(attn_shape(BATCH, SEQ, HEADS, HEADS, HEAD_DIM, 0, 3), 67, "attention, window 3", 1);
 }
 
+/* attn_jvp_at (tangents at one position t of sequence 0) against attn_jvp of each tangent placed
+ * at t alone, read at t: both analytic, so to 1e-12 relative; at the first, a middle and the last
+ * position, grouped-query heads, a soft-cap that bites and windows. */
+static void check_attention_at(sp_attn_shape shape, uint64_t seed, const char *name)
+{
+    enum { N = 3 };
+    const int len = shape.seq_len, qd = shape.n_heads * shape.head_dim, kvd = shape.n_kv_heads * shape.head_dim;
+    sp_rng rng;
+    sp_rng_seed(&rng, seed);
+    sp_real *q = vec_random(&rng, (size_t)len * qd, 2.0), *k = vec_random(&rng, (size_t)len * kvd, 1.0);
+    sp_real *v = vec_random(&rng, (size_t)len * kvd, 1.0), *saved = vec_zeros(cpu()->attn_saved_elems(&shape));
+    sp_real *out = vec_zeros((size_t)len * qd), *tq = vec_random(&rng, (size_t)N * qd, 1.0);
+    sp_real *tk = vec_random(&rng, (size_t)N * kvd, 1.0), *tv = vec_random(&rng, (size_t)N * kvd, 1.0);
+    sp_real *at = vec_zeros((size_t)N * qd), *full[3] = {vec_zeros((size_t)len * qd), vec_zeros((size_t)len * kvd),
+                                                         vec_zeros((size_t)len * kvd)};
+    cpu()->attn_fwd(&shape, q, k, v, saved, out);
+    const int positions[3] = {0, len / 2, len - 1};
+    for (int p = 0; p < 3; p++) {
+        const int t = positions[p];
+        cpu()->attn_jvp_at(&shape, q, k, v, saved, t, N, tq, tk, tv, at);
+        for (int j = 0; j < N; j++) {
+            for (int i = 0; i < 3; i++)
+                memset(full[i], 0, (size_t)len * (i ? kvd : qd) * sizeof(sp_real));
+            memcpy(full[0] + (size_t)t * qd, tq + (size_t)j * qd, (size_t)qd * sizeof(sp_real));
+            memcpy(full[1] + (size_t)t * kvd, tk + (size_t)j * kvd, (size_t)kvd * sizeof(sp_real));
+            memcpy(full[2] + (size_t)t * kvd, tv + (size_t)j * kvd, (size_t)kvd * sizeof(sp_real));
+            cpu()->attn_jvp(&shape, q, k, v, saved, full[0], full[1], full[2], out);
+            assert_below(vec_rel_err((size_t)qd, at + (size_t)j * qd, out + (size_t)t * qd), 1e-12,
+                         "%s: tangent %d at position %d", name, j, t);
+        }
+    }
+    sp_real *all[] = {q, k, v, saved, out, tq, tk, tv, at, full[0], full[1], full[2]};
+    for (size_t i = 0; i < SP_ARRAY_LEN(all); i++)
+        free(all[i]);
+}
+
+static void test_attention_jvp_at(void **state)
+{
+    (void)state;
+    check_attention_at(attn_shape(1, 9, HEADS, KV_HEADS, HEAD_DIM, 0, 0), 80, "attn_jvp_at");
+    check_attention_at(attn_shape(1, 9, HEADS, 1, HEAD_DIM, 1.5, 0), 81, "attn_jvp_at, softcap 1.5");
+    check_attention_at(attn_shape(1, 9, HEADS, HEADS, HEAD_DIM, 0, 3), 82, "attn_jvp_at, window 3");
+    check_attention_at(attn_shape(1, 70, 2, 1, 5, 2.0, 20), 83, "attn_jvp_at, 70 positions, softcap, window 20");
+}
+
 /* The CPU backend works on 64 x 64 tiles of the score matrix: 70 positions make a full, a partial,
  * a diagonal and an off-diagonal tile, checked element by element; 130 positions (three row tiles)
  * with heads of 70 > 64 dims, along directions; then a soft-cap and windows that leave whole key
@@ -977,6 +1022,7 @@ int main(void)
         cmocka_unit_test(test_attention_window_mask),
         cmocka_unit_test(test_attention_derivatives),
         cmocka_unit_test(test_attention_derivatives_tiled),
+        cmocka_unit_test(test_attention_jvp_at),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_xent_forward),
         cmocka_unit_test(test_xent_backward),

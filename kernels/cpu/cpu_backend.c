@@ -131,6 +131,7 @@ static const sp_backend cpu_backend = {
     .attn_fwd = sp_cpu_attn_fwd,
     .attn_bwd = sp_cpu_attn_bwd,
     .attn_jvp = sp_cpu_attn_jvp,
+    .attn_jvp_at = sp_cpu_attn_jvp_at,
     .attn_stats = sp_cpu_attn_stats,
     .embed_fwd = sp_cpu_embed_fwd,
     .embed_bwd = sp_cpu_embed_bwd,

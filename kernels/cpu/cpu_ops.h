@@ -86,6 +86,9 @@ void sp_cpu_attn_bwd(const sp_attn_shape *shape, const sp_real *q, const sp_real
                      const sp_real *saved, const sp_real *dout, sp_real *dq, sp_real *dk, sp_real *dv);
 void sp_cpu_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
                      const sp_real *saved, const sp_real *tq, const sp_real *tk, const sp_real *tv, sp_real *tout);
+void sp_cpu_attn_jvp_at(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                        const sp_real *saved, int t, int n, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                        sp_real *tout);
 /* The first key query i sees with a sliding window (0: causal only): keys first..i are visible. */
 static inline int sp_cpu_attn_first_key(int window, int i) { return window > 0 && i >= window ? i - window + 1 : 0; }
 

@@ -202,6 +202,7 @@ static const sp_backend cuda_backend = {
     .attn_fwd = sp_cuda_attn_fwd,
     .attn_bwd = sp_cuda_attn_bwd,
     .attn_jvp = sp_cuda_attn_jvp,
+    .attn_jvp_at = sp_cuda_attn_jvp_at,
     .attn_stats = sp_cuda_attn_stats,
     .embed_fwd = sp_cuda_embed_fwd,
     .embed_bwd = sp_cuda_embed_bwd,

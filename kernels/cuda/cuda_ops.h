@@ -230,6 +230,10 @@ void sp_cuda_attn_bwd(const sp_attn_shape *shape, const float *q, const float *k
                       const float *dout, float *dq, float *dk, float *dv);
 void sp_cuda_attn_jvp(const sp_attn_shape *shape, const float *q, const float *k, const float *v, const float *saved,
                       const float *tq, const float *tk, const float *tv, float *tout);
+/* cuda_attention_at.cu */
+void sp_cuda_attn_jvp_at(const sp_attn_shape *shape, const float *q, const float *k, const float *v,
+                         const float *saved, int t, int n, const float *tq, const float *tk, const float *tv,
+                         float *tout);
 /* The first key query i sees with a sliding window (0: causal only): keys first..i are visible. */
 static __host__ __device__ inline int sp_cuda_attn_first_key(int i, int window)
 {

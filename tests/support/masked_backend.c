@@ -106,6 +106,12 @@ static void m_attn_jvp(const sp_attn_shape *shape, const sp_real *q, const sp_re
 {
     CPU(attn_jvp)(shape, U(q), U(k), U(v), U(saved), U(tq), U(tk), U(tv), U(tout));
 }
+static void m_attn_jvp_at(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, const sp_real *v,
+                          const sp_real *saved, int t, int n, const sp_real *tq, const sp_real *tk, const sp_real *tv,
+                          sp_real *tout)
+{
+    CPU(attn_jvp_at)(shape, U(q), U(k), U(v), U(saved), t, n, U(tq), U(tk), U(tv), U(tout));
+}
 static sp_status m_attn_stats(const sp_attn_shape *shape, const sp_real *q, const sp_real *k, int first_pos,
                               double *stats, double *head_cos)
 {
@@ -193,7 +199,7 @@ static void m_adamw(size_t n, sp_real *param, const sp_real *grad, sp_real *m, s
 
 /* The name and every op of kernels/backend.h, all pointer-sized: an op added there changes the
  * size, and this build stops until it is wrapped below. */
-#define MASKED_N_FIELDS 50
+#define MASKED_N_FIELDS 51
 _Static_assert(sizeof(sp_backend) == MASKED_N_FIELDS * sizeof(void (*)(void)),
                "kernels/backend.h changed: wrap the new op in tests/support/masked_backend.c");
 
@@ -231,6 +237,7 @@ static const sp_backend masked = {
     .attn_fwd = m_attn_fwd,
     .attn_bwd = m_attn_bwd,
     .attn_jvp = m_attn_jvp,
+    .attn_jvp_at = m_attn_jvp_at,
     .attn_stats = m_attn_stats,
     .embed_fwd = m_embed_fwd,
     .embed_bwd = m_embed_bwd,
