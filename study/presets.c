@@ -47,7 +47,10 @@ const sp_study_preset sp_study_presets[] = {
       {"post,span", "scaled", "64", SP_STUDY_BEST_LR, "1", "deep"},
       {"span,pre", "global", "16", SP_STUDY_BEST_LR, "1", "init"}},
      "{" SMALL_MODEL ", \"steps\": 600, \"min_lr\": 0.0001, \"eval_every\": 100, \"ckpt_every\": 100}",
-     "{" SMALL_ANALYSIS ", \"power_iters\": 20, \"jac_tokens\": 4}"},
+     /* the analyzers the verdicts read: pruning's depth-squared passes, CKA, the attention, lens and
+      * uniformity statistics would add minutes to the budget and no verdict */
+     "{" SMALL_ANALYSIS ", \"power_iters\": 20, \"jac_tokens\": 4, "
+     "\"metrics\": \"similarity,growth,ffn_spectra,grad_norms,jacobian,weights,embed_spectrum\"}"},
     {"test", "tiny runs for the test suite: pre and span, 2 layers, d_model 16, 12 steps, at lr 3e-3 and at lr 1e30 "
      "(which diverges)", {{"pre,span", "scaled", "2", "0.003,1e30", NULL, NULL}},
      "{\"d_model\": 16, \"n_heads\": 2, \"n_kv_heads\": 2, \"d_ff\": 32, \"max_seq_len\": 32, \"seq_len\": 32, "
