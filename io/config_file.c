@@ -1,6 +1,7 @@
 #include "io/config_file.h"
 
 #include "core/input_file.h"
+#include "io/json_number.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -102,24 +103,6 @@ sp_status sp_fields_load_json(const char *path, const sp_field_table *t, void *o
     return sp_fields_load_json_tables(path, 1, &t, &obj);
 }
 
-/* A finite double as JSON text that reads back as the same bits: the shortest of 15 to 17
- * significant digits that does. (cJSON's own printing stops at 15 digits whenever they read back
- * within an epsilon, which loses the last bits: a checkpoint's options record then disagreed with
- * the run that wrote it, 2.8284271247461903 read back as 2.8284271247461898.) */
-static void add_exact_number(cJSON *root, const char *name, double v)
-{
-    char text[40];
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(text, sizeof text, "%.*g", digits, v);
-        if (strtod(text, NULL) == v)
-            break;
-    }
-    if (isfinite(v))
-        cJSON_AddRawToObject(root, name, text);
-    else
-        cJSON_AddNumberToObject(root, name, v); /* cJSON writes null */
-}
-
 void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_object)
 {
     cJSON *root = cjson_object;
@@ -130,7 +113,7 @@ void sp_fields_to_json(const sp_field_table *t, const void *obj, void *cjson_obj
         switch (f->type) {
         case SP_FIELD_INT: cJSON_AddNumberToObject(root, f->name, *(const int *)p); break;
         case SP_FIELD_INT64: cJSON_AddNumberToObject(root, f->name, (double)*(const int64_t *)p); break;
-        case SP_FIELD_DOUBLE: add_exact_number(root, f->name, *(const double *)p); break;
+        case SP_FIELD_DOUBLE: cJSON_AddItemToObject(root, f->name, sp_json_exact_number(*(const double *)p)); break;
         case SP_FIELD_BOOL: cJSON_AddBoolToObject(root, f->name, *(const int *)p > 0); break;
         case SP_FIELD_ENUM:
         case SP_FIELD_STRING:

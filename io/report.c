@@ -11,6 +11,7 @@
 #include "core/sha256.h"
 #include "io/file_read.h"
 #include "io/h5.h"
+#include "io/json_number.h"
 #include "io/model_source.h"
 
 #define REPORT_MAX_RANK 4
@@ -201,7 +202,7 @@ sp_status sp_report_set_scalar(sp_report *r, const char *analyzer, const char *k
     cJSON *group = cJSON_GetObjectItemCaseSensitive(r->metrics, analyzer);
     if (!group)
         group = cJSON_AddObjectToObject(r->metrics, analyzer);
-    cJSON *item = isfinite(value) ? cJSON_CreateNumber(value) : cJSON_CreateNull();
+    cJSON *item = sp_json_exact_number(value); /* the same bits as the array it may come from */
     if (!group || !item) {
         cJSON_Delete(item);
         return sp_error(SP_ERR_NOMEM, "%s: out of memory building the summary", r->h5.path);
