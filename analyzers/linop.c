@@ -85,10 +85,9 @@ typedef struct {
     const sp_linop *op;
     int k;
     double *wide;     /* backend [k, seg_len]: one segment of the k vectors, widened to fp64 */
-    double *wide2;    /* the same for a second block */
     double *gram_dev; /* backend [k, k] */
     double *gram;     /* host [k, k] */
-    sp_real *rinv_dev; /* backend [k, k]: R^{-1} of a Cholesky QR pass */
+    sp_real *rinv_dev; /* backend [k, k]: R^{-1} of a Cholesky QR pass, or a block of inner products */
     sp_real *mixed;   /* backend [k, seg_len]: one segment of the k vectors times R^{-1} */
     sp_real *rinv;    /* host [k, k] */
     double *prev;     /* host [k]: the previous estimates */
@@ -101,8 +100,6 @@ static void work_free(work *w)
 {
     if (w->wide)
         w->op->be->free(w->wide);
-    if (w->wide2)
-        w->op->be->free(w->wide2);
     if (w->gram_dev)
         w->op->be->free(w->gram_dev);
     if (w->rinv_dev)
@@ -120,9 +117,7 @@ static sp_status work_init(work *w, const sp_linop *op, int k, uint64_t seed)
     sp_rng_seed(&w->rng, seed);
     const size_t kk = (size_t)k * (size_t)k;
     w->wide = op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->wide, "Lanczos fp64 vectors");
-    w->wide2 = w->wide ? op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->wide2, "Lanczos fp64 vectors")
-                       : NULL;
-    w->gram_dev = w->wide2 ? op->be->alloc(kk * sizeof *w->gram_dev, "Lanczos Gram") : NULL;
+    w->gram_dev = w->wide ? op->be->alloc(kk * sizeof *w->gram_dev, "Lanczos Gram") : NULL;
     w->rinv_dev = w->gram_dev ? op->be->alloc(kk * sizeof *w->rinv_dev, "Lanczos R^-1") : NULL;
     w->mixed = w->rinv_dev ? op->be->alloc((size_t)k * (size_t)op->seg_len * sizeof *w->mixed,
                                            "Lanczos vectors")
@@ -265,29 +260,34 @@ static sp_status check_args(const sp_linop *op, int k, int max_iters)
  * restarts from its current top-k Ritz vectors (memory: 2 SP_LINOP_MAX_BLOCKS + 1 vector blocks). */
 #define SP_LINOP_MAX_BLOCKS 24
 
-/* c = X^T Y (k x k, host, row-major: c[i * k + j] = x_i . y_j) over vectors 0..k-1 of blocks x and
- * y, in fp64 on the backend: one download. */
-static void cross_of(work *w, const sp_real *x, const sp_real *y, double *c)
+/* w->rinv_dev = X^T Y (k x k, row-major: [i * k + j] = x_i . y_j) over vectors 0..k-1 of blocks x
+ * and y, on the backend in sp_real: no conversion and no host round trip (fp32 inner products of
+ * the unit basis vectors are ~1e-7 relative, far inside the stop rule's 1e-4). */
+static void cross_dev(work *w, const sp_real *x, const sp_real *y)
 {
     const sp_linop *op = w->op;
     const int k = w->k, len = (int)op->seg_len;
-    for (int s = 0; s < op->n_segments; s++) {
-        op->be->to_f64((size_t)k * (size_t)len, segment(op, x, 0, s), w->wide, 0);
-        op->be->to_f64((size_t)k * (size_t)len, segment(op, y, 0, s), w->wide2, 0);
-        op->be->gemm_f64(0, 1, k, k, len, 1.0, w->wide, len, w->wide2, len, s ? 1.0 : 0.0, w->gram_dev, k);
-    }
-    op->be->download(c, w->gram_dev, (size_t)k * (size_t)k * sizeof *c);
+    for (int s = 0; s < op->n_segments; s++)
+        op->be->gemm(0, 1, k, k, len, 1, segment(op, x, 0, s), len, segment(op, y, 0, s), len, s ? 1 : 0, w->rinv_dev,
+                     k);
 }
 
-/* y -= Q (Q^T y) over vectors 0..k-1: y's components along the orthonormal block q, removed. */
+/* The same on the host, in c [k, k]. */
+static void cross_of(work *w, const sp_real *x, const sp_real *y, double *c)
+{
+    cross_dev(w, x, y);
+    w->op->be->download(w->rinv, w->rinv_dev, (size_t)w->k * (size_t)w->k * sizeof *w->rinv);
+    for (int i = 0; i < w->k * w->k; i++)
+        c[i] = w->rinv[i];
+}
+
+/* y -= Q (Q^T y) over vectors 0..k-1: y's components along the orthonormal block q, removed, all
+ * on the backend. */
 static void project_out(work *w, const sp_real *q, sp_real *y)
 {
     const sp_linop *op = w->op;
     const int k = w->k, len = (int)op->seg_len;
-    cross_of(w, q, y, w->gram);
-    for (int i = 0; i < k * k; i++)
-        w->rinv[i] = (sp_real)w->gram[i];
-    op->be->upload(w->rinv_dev, w->rinv, (size_t)k * (size_t)k * sizeof *w->rinv);
+    cross_dev(w, q, y);
     /* a segment holds the vectors as rows: y_j -= sum_i c_ij q_i, rows Y -= C^T Q */
     for (int s = 0; s < op->n_segments; s++)
         op->be->gemm(1, 0, k, len, k, -1, w->rinv_dev, k, segment(op, q, 0, s), len, 1, segment(op, y, 0, s), len);
