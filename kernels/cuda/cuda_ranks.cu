@@ -16,11 +16,15 @@ extern "C" {
 #include "core/mpi.h"
 }
 
+#ifdef SP_HAVE_NCCL
 static int gpus_on_node; /* what sp_cuda_select_device saw */
+#endif
 
 bool sp_cuda_select_device(int n_devices)
 {
+#ifdef SP_HAVE_NCCL
     gpus_on_node = n_devices;
+#endif
     return SP_CUDA_CHECK(cudaSetDevice(sp_mpi_local_rank() % n_devices));
 }
 
