@@ -39,6 +39,9 @@
 #define WHY_POWER "Lanczos / power iteration stopped at a relative change of 1e-4 (power_tol): the two runs " \
                   "start from the same vectors, follow the same path and may stop one step apart; small " \
                   "singular values of the top-k are judged against the top"
+#define WHY_CHAIN "end-to-end chains: fp32 JVPs through L blocks, and post-norm chains have singular values " \
+                  "clustered near 1, where Lanczos gains ~1e-4 a step and fp32 and fp64 runs part ways; " \
+                  "measured 2.4e-3 to 2.7e-3 apart on the 4-layer test models (CPU fp32 and CUDA alike)"
 #define WHY_TOKEN "token-local Jacobians built column by column from fp32 JVPs (~1e-6 relative), their SVD " \
                   "in fp64"
 #define WHY_WEIGHT_SVD "fp64 singular values of the same fp32 weights on both sides: ~1e-12 agreement; kappa " \
@@ -140,7 +143,7 @@ const sp_tolerance sp_tolerances[] = {
     ARR_NOT("jacobian", "*_iters", WHY_ITERS),
     ARR("jacobian", "token_positions", 0, 0, WHY_EXACT),
     ARR("jacobian", "sigma_max", 0, 1e-3, WHY_POWER),
-    ARR("jacobian", "e2e_sigma_max", 0, 1e-3, WHY_POWER),
+    ARR("jacobian", "e2e_sigma_max", 0, 5e-3, WHY_CHAIN),
     ARR("jacobian", "topk", 1e-3, 1e-3, WHY_POWER),
     ARR("jacobian", "token_*", 1e-4, 1e-4, WHY_TOKEN),
     ARR("jacobian", "*_norm", 0, 1e-4, WHY_WEIGHT_PROD),
@@ -150,7 +153,7 @@ const sp_tolerance sp_tolerances[] = {
     KEY("jacobian", "seq_len", 0, 0, WHY_EXACT),
     KEY("jacobian", "n_token_positions", 0, 0, WHY_EXACT),
     KEY("jacobian", "sigma_max_*", 0, 1e-3, WHY_POWER),
-    KEY("jacobian", "e2e_*", 0, 1e-3, WHY_POWER),
+    KEY("jacobian", "e2e_*", 0, 5e-3, WHY_CHAIN),
     KEY("jacobian", "bound_over_sigma_max_mean", 0, 1e-3, WHY_POWER " (the bound is divided by sigma_max)"),
     KEY("jacobian", "*", 0, 1e-4, WHY_TOKEN "; sigma_a, sigma_z: fp32 activation statistics"),
     /* weights */

@@ -387,7 +387,8 @@ static void test_token_file_memory(void **state)
     enum { RECORD = 12, N_PADDED = 2 << 20, SPARSE_BYTES = 16 << 20, SPARSE_STEP = 4096 };
     char path[4200];
     scratch_path(path, sizeof path, "large_ids.txt");
-    char *text = malloc(SPARSE_BYTES > (size_t)N_PADDED * RECORD ? SPARSE_BYTES : (size_t)N_PADDED * RECORD);
+    /* + 1: snprintf ends the last record with a NUL past its newline */
+    char *text = malloc((SPARSE_BYTES > (size_t)N_PADDED * RECORD ? SPARSE_BYTES : (size_t)N_PADDED * RECORD) + 1);
     assert_non_null(text);
     for (size_t i = 0; i < N_PADDED; i++)
         snprintf(text + i * RECORD, RECORD + 1, "%011zu\n", i % 256); /* zero-padded ids are valid */

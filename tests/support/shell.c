@@ -26,3 +26,10 @@ int shell_run(const char *cmd, char **out)
         free(text);
     return rc;
 }
+
+int shell_has_program(const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}

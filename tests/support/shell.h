@@ -7,4 +7,8 @@
  * non-zero status the command and its output go to stderr. Returns the status as system() does. */
 int shell_run(const char *cmd, char **out);
 
+/* 1 when the program `name` is on the PATH (gnuplot, help2man: tools that `make deps` installs
+ * and a machine without them lacks), else 0. */
+int shell_has_program(const char *name);
+
 #endif
