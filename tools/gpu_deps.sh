@@ -58,12 +58,24 @@ without_never() {
     done
 }
 
+# The static libraries (.a) taken out of every package that has them, repacked: the build links
+# the shared ones, and the .a files (17 MiB of the 45) put the working tree over the device
+# tool's 64 MiB (2026-11-27).
+strip_static() {
+    for deb in "$1"/*.deb; do
+        dpkg-deb -c "$deb" | awk '/\.a$/ { n++ } END { exit !n }' || continue
+        tmp=$(mktemp -d)
+        dpkg-deb -R "$deb" "$tmp/pkg" && find "$tmp/pkg" -name '*.a' -delete && dpkg-deb -Zxz -b "$tmp/pkg" "$deb" >/dev/null
+        rm -rf "$tmp"
+    done
+}
+
 # Word splitting of the package and file lists is intended (names have no blanks).
 # shellcheck disable=SC2046,SC2086
 download() {
     dir=$1
     tools/install_deps.sh >/dev/null
-    always=$(printf '%s\n' $DEV_PKGS $TOOL_PKGS $(owners $LINKED_LIBS) | sort -u)
+    always=$(printf '%s\n' $DEV_PKGS $TOOL_PKGS $(without_never $(owners $LINKED_LIBS)) | sort -u)
     closure=$(without_never $(owners $(needed $LINKED_LIBS $TOOL_BINS)) | sort -u)
     missing_ok=$(printf '%s\n' $closure | grep -vxF "$always" || true)
     rm -rf "$dir"
@@ -76,6 +88,7 @@ download() {
         (cd "$dir" && { apt-get download -q "$p=$(dpkg-query -W -f='${Version}' "$p")" >/dev/null 2>&1 ||
             apt-get download -q "$p" >/dev/null 2>&1 || echo "gpu_deps: $p: cannot download" >&2; })
     done
+    strip_static "$dir"
     n=$(find "$dir" -name '*.deb' | wc -l)
     expected=$(cat "$dir/always.list" "$dir/if-missing.list" | wc -l)
     [ "$n" -eq "$expected" ] || { echo "gpu_deps: $n of $expected packages downloaded into $dir" >&2; exit 1; }
