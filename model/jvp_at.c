@@ -36,7 +36,7 @@ static void repeat_norm(const sp_model *m, int t, int k, size_t width, const sp_
 
 /* What the row-wise JVP steps of block l read from the forward pass, at position t of sequence 0:
  * the slots, the norms' statistics, the projections before their norms, the FFN's pre-activations
- * (the parameters stay fixed, so nothing that only their tangents read). */
+ * (not the FFN latent h: only parameter tangents read it, and the parameters stay fixed). */
 static void state_at(const sp_model *m, int l, int t, int k, const sp_block_state *src, sp_block_state *dst)
 {
     const sp_config *cfg = &m->cfg;
@@ -58,7 +58,7 @@ static void state_at(const sp_model *m, int l, int t, int k, const sp_block_stat
         repeat_norm(m, t, k, sp_attn_norm_per_head(attn_norm) ? heads[i] : 1, &src->attn.qkv_norm[i],
                     &dst->attn.qkv_norm[i]);
     }
-    repeat_row(m, t, k, dff, src->ffn.g, dst->ffn.g); /* the latent h is read only by parameter tangents */
+    repeat_row(m, t, k, dff, src->ffn.g, dst->ffn.g);
     repeat_row(m, t, k, dff, src->ffn.u, dst->ffn.u);
 }
 

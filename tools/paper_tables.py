@@ -113,7 +113,8 @@ def conditioning(runs, best):
     rows += [(v, 8, 1, r) for v in ("pre", "span", "post", "peri", "siamese") for s, lr, r in group(runs, v, 8) if s == 1]
     for v, L, s, r in rows:
         w, e = r["report"]["weights"], r["report"]["embed_spectrum"]
-        lr = json.load(open(os.path.join(r["path"], "train_options.json"))).get("lr", "?")
+        with open(os.path.join(r["path"], "train_options.json")) as f:
+            lr = json.load(f).get("lr", "?")
         print(f"{v} L{L} s{s} lr {lr}: {w['kappa_w1_deep_mean']:.1f} {w['kappa_w2_deep_mean']:.1f} {e['tok_max_over_median']:.0f}")
 
 

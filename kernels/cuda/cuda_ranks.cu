@@ -16,15 +16,8 @@ extern "C" {
 #include "core/mpi.h"
 }
 
-#ifdef SP_HAVE_NCCL
-static int gpus_on_node; /* what sp_cuda_select_device saw */
-#endif
-
 bool sp_cuda_select_device(int n_devices)
 {
-#ifdef SP_HAVE_NCCL
-    gpus_on_node = n_devices;
-#endif
     return SP_CUDA_CHECK(cudaSetDevice(sp_mpi_local_rank() % n_devices));
 }
 
@@ -71,6 +64,9 @@ sp_status sp_cuda_sum_over_ranks(float *x, size_t n)
     if (sp_mpi_size() == 1 || n == 0)
         return SP_OK;
     if (comm_state == 0) {
+        int gpus_on_node = 0; /* a failed query counts as none: every rank still joins the decision */
+        if (cudaGetDeviceCount(&gpus_on_node) != cudaSuccess)
+            gpus_on_node = 0;
         comm_state = sp_mpi_min_int(sp_mpi_local_size() <= gpus_on_node) ? 1 : -1;
         if (comm_state == 1)
             SP_TRY(make_comm());
