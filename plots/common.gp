@@ -39,7 +39,20 @@ set linetype 9 lc rgb "#7f7f7f" lw 1.6 pt 11 ps 0.6
 set linetype 10 lc rgb "#bcbd22" lw 1.6 pt 13 ps 0.6
 set linetype 11 lc rgb "#393b79" lw 1.6 pt 7 ps 0.5
 set linetype 12 lc rgb "#ad494a" lw 1.6 pt 5 ps 0.5
-set linetype cycle 12
+# runs 13 to 24 of a panel: the same colours, hollow markers, thinner lines (plots/series.h)
+set linetype 13 lc rgb "#1f77b4" lw 1.0 pt 6 ps 0.6
+set linetype 14 lc rgb "#d62728" lw 1.0 pt 4 ps 0.6
+set linetype 15 lc rgb "#2ca02c" lw 1.0 pt 8 ps 0.7
+set linetype 16 lc rgb "#ff7f0e" lw 1.0 pt 10 ps 0.7
+set linetype 17 lc rgb "#9467bd" lw 1.0 pt 12 ps 0.7
+set linetype 18 lc rgb "#8c564b" lw 1.0 pt 6 ps 0.6
+set linetype 19 lc rgb "#e377c2" lw 1.0 pt 4 ps 0.6
+set linetype 20 lc rgb "#17becf" lw 1.0 pt 8 ps 0.7
+set linetype 21 lc rgb "#7f7f7f" lw 1.0 pt 10 ps 0.7
+set linetype 22 lc rgb "#bcbd22" lw 1.0 pt 12 ps 0.7
+set linetype 23 lc rgb "#393b79" lw 1.0 pt 6 ps 0.6
+set linetype 24 lc rgb "#ad494a" lw 1.0 pt 4 ps 0.6
+set linetype cycle 24
 # the colour scale of depth (per-layer curves) and of heatmaps: viridis
 viridis = 'set palette defined (0 "#440154", 0.25 "#3b528b", 0.5 "#21918c", 0.75 "#5ec962", 1 "#fde725")'
 @viridis

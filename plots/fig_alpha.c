@@ -57,6 +57,6 @@ sp_status sp_fig_alpha(sp_plot_ctx *c)
     sp_plot_var_num(c, "n_blocks", (double)k.n_blocks);
     sp_plot_var_num(c, "alpha_low", ALPHA_LOW);
     sp_plot_var_num(c, "alpha_high", ALPHA_HIGH);
-    sp_plot_var_grid(c, n);
+    sp_plot_var_kind_grid(c, n);
     return SP_OK;
 }

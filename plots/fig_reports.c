@@ -7,7 +7,8 @@
 #include "plots/figure.h"
 
 #define MAX_PANELS 3
-#define MAX_BAR_RUNS 64 /* more runs than this get no bar charts */
+/* more runs than the palette holds get no bar charts: their bars and labels could not be told apart */
+#define MAX_BAR_RUNS SP_PLOT_PALETTE
 
 typedef struct {
     sp_plot_span span[MAX_PANELS];

@@ -307,7 +307,7 @@ typedef struct {
     int variant, init, d_model;
     double lr;
     int first; /* series index of its first run */
-    int color; /* that run's colour */
+    int color; /* the group's number: a colour per group (its runs' colours may repeat across facets) */
 } depth_group;
 
 static int group_of(depth_group *groups, int *n_groups, const sp_plot_series *s, int index)
@@ -316,7 +316,7 @@ static int group_of(depth_group *groups, int *n_groups, const sp_plot_series *s,
         if (groups[g].variant == s->cfg.variant && groups[g].init == s->cfg.init &&
             groups[g].d_model == s->cfg.d_model && (groups[g].lr == s->lr || (isnan(groups[g].lr) && isnan(s->lr))))
             return g;
-    groups[*n_groups] = (depth_group){s->cfg.variant, s->cfg.init, s->cfg.d_model, s->lr, index, s->color};
+    groups[*n_groups] = (depth_group){s->cfg.variant, s->cfg.init, s->cfg.d_model, s->lr, index, *n_groups + 1};
     return (*n_groups)++;
 }
 
@@ -415,9 +415,13 @@ static void write_depth(sp_plot_ctx *c, depth_plan *d, int by_val, int *n_diverg
         }
 }
 
+/* Pixels of the depth figure's plot, left of its key. */
+#define DEPTH_PLOT_PX 500
+
 static void write_depth_vars(sp_plot_ctx *c, const depth_plan *d, int by_val, int n_diverged)
 {
     const int n = d->n_groups;
+    size_t longest = 1;
     char (*titles)[128] = calloc((size_t)n, sizeof *titles);
     const char **ptrs = calloc((size_t)n, sizeof *ptrs);
     double *colors = calloc((size_t)n, sizeof *colors);
@@ -430,7 +434,10 @@ static void write_depth_vars(sp_plot_ctx *c, const depth_plan *d, int by_val, in
                      sp_init_names[gr->init], gr->lr);
             ptrs[g] = titles[g];
             colors[g] = gr->color;
+            longest = strlen(titles[g]) > longest ? strlen(titles[g]) : longest;
         }
+        /* the key sits right of the plot (plots/depth.gp): the canvas widens to keep the plot's width */
+        c->min_width = DEPTH_PLOT_PX + (int)sp_plot_key_entry_px(longest);
         sp_plot_var_num(c, "n_groups", n);
         sp_plot_var_strs(c, "group_title", n, ptrs);
         sp_plot_var_nums(c, "group_color", n, colors);

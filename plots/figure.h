@@ -32,6 +32,10 @@ typedef struct {
     int n_left_out;            /* runs left out; left_out names the first few */
     int min_width, min_height; /* the canvas a grid of panels needs (pixels; 0: any) */
     int key_panel_rows;        /* > 0: rows of panels above a key naming every run (plots/panels.gp) */
+    int n_panels, has_bars;    /* the `panels` template's layout (sp_plot_var_panels) */
+    int kind_panels;           /* > 0: a grid of this many panels, each drawing every run (alpha.gp) */
+    int n_facets;              /* panels per quantity, one per variant among the runs (plots/series.h) */
+    int facet_most_runs;       /* the most runs one facet holds */
 } sp_plot_ctx;
 
 typedef struct {
@@ -69,7 +73,9 @@ const char *sp_plot_left_out_note(const sp_plot_ctx *c, char *buf, size_t len);
 /* Appends series index i to the figure's runs (its legend entry and colour). */
 sp_status sp_plot_add_run(sp_plot_ctx *c, int i);
 /* Writes n_runs, run_title[], run_short[] and run_color[] (the run's colour, the same in every
- * figure) for the runs added. */
+ * figure) for the runs added; and their facets: n_facets, facet_title[], run_facet[] (1-based) and
+ * run_key[] (the title less the variant a facet names), laying out a facet per variant where the
+ * inputs are faceted and the figure's template draws a line per run. */
 void sp_plot_write_runs(sp_plot_ctx *c);
 
 /* Starts data block number c->n_blocks (gnuplot `index`), with a comment line. A block left without
@@ -94,6 +100,11 @@ void sp_plot_var_strs(sp_plot_ctx *c, const char *name, int n, const char *const
 #define SP_PLOT_MIN_PANEL_WIDTH 300
 #define SP_PLOT_MIN_PANEL_HEIGHT 250
 void sp_plot_var_grid(sp_plot_ctx *c, int n);
+/* The same for a grid of n panels that each draw every run (a line each): with facets, a row of
+ * the n panels per facet. */
+void sp_plot_var_kind_grid(sp_plot_ctx *c, int n);
+/* Pixels a key entry takes: its sample and a title of title_len characters at the key's font. */
+double sp_plot_key_entry_px(size_t title_len);
 
 /* One panel of the `panels` template. Columns are 1-based data-file columns; x is column 1.
  * Blocks are offsets within a run's blocks_per_run. */

@@ -46,6 +46,61 @@ sp_status sp_plot_add_run(sp_plot_ctx *c, int i)
     return SP_OK;
 }
 
+/* The key entry of run k: its title, less "<variant>, " where a facet names the variant. */
+static const char *run_key(const sp_plot_ctx *c, const sp_plot_series *s)
+{
+    const char *variant = sp_variant_names[s->cfg.variant];
+    const size_t n = strlen(variant);
+    if (c->n_facets > 1 && s->run_known && strncmp(s->title, variant, n) == 0 && strncmp(s->title + n, ", ", 2) == 0)
+        return s->title + n + 2;
+    return s->title;
+}
+
+/* The facets of the figure's runs (those of its inputs that it draws, renumbered in order) into
+ * run_facet[] and titles[]; sets c->n_facets and c->facet_most_runs. Figures whose template draws no
+ * line per run keep one facet. */
+static void find_facets(sp_plot_ctx *c, double *run_facet, const char **titles)
+{
+    int figure_facet[SP_N_VARIANTS + 2] = {0}, count[SP_N_VARIANTS + 2] = {0}, n = 0;
+    const int facetable = c->n_panels > 0 || c->kind_panels > 0;
+    for (int k = 0; k < c->n_runs; k++) {
+        const int f = facetable ? c->in->items[c->runs[k]].facet : 1;
+        if (!figure_facet[f]) {
+            figure_facet[f] = ++n;
+            titles[n - 1] = c->in->facet_titles[f - 1];
+        }
+        run_facet[k] = figure_facet[f];
+        count[figure_facet[f]]++;
+    }
+    c->n_facets = n > 0 ? n : 1;
+    c->facet_most_runs = 0;
+    for (int f = 1; f <= n; f++)
+        c->facet_most_runs = count[f] > c->facet_most_runs ? count[f] : c->facet_most_runs;
+}
+
+/* With facets, the grid the template draws: a panel per quantity and facet. */
+static void lay_out_facets(sp_plot_ctx *c)
+{
+    if (c->n_facets < 2)
+        return;
+    if (c->kind_panels > 0) { /* alpha.gp: a row per facet, its key in a last column */
+        sp_plot_var_num(c, "n_rows", c->n_facets);
+        sp_plot_var_num(c, "n_cols", c->kind_panels + 1);
+        c->min_width = (c->kind_panels + 1) * SP_PLOT_MIN_PANEL_WIDTH;
+        c->min_height = c->n_facets * SP_PLOT_MIN_PANEL_HEIGHT + 40;
+        return;
+    }
+    /* panels.gp: a row per quantity, a column per facet, each as wide as its key below it */
+    size_t longest = 1;
+    for (int k = 0; k < c->n_runs; k++) {
+        const size_t len = strlen(run_key(c, &c->in->items[c->runs[k]]));
+        longest = len > longest ? len : longest;
+    }
+    const double column = fmax(SP_PLOT_MIN_PANEL_WIDTH, sp_plot_key_entry_px(longest));
+    c->key_panel_rows = c->n_panels;
+    c->min_width = (int)(c->n_facets * column / (c->has_bars ? 0.7 : 1.0));
+}
+
 void sp_plot_write_runs(sp_plot_ctx *c)
 {
     const int n = c->n_runs;
@@ -53,23 +108,33 @@ void sp_plot_write_runs(sp_plot_ctx *c)
     if (n == 0)
         return;
     const char **titles = calloc((size_t)n, sizeof *titles), **shorts = calloc((size_t)n, sizeof *shorts);
-    double *colors = calloc((size_t)n, sizeof *colors);
-    if (!titles || !shorts || !colors) {
+    const char **keys = calloc((size_t)n, sizeof *keys), *facet_titles[SP_N_VARIANTS + 1];
+    double *colors = calloc((size_t)n, sizeof *colors), *facets = calloc((size_t)n, sizeof *facets);
+    if (!titles || !shorts || !keys || !colors || !facets) {
         c->vars.failed = 1;
     } else {
+        find_facets(c, facets, facet_titles);
         for (int k = 0; k < n; k++) {
             const sp_plot_series *s = &c->in->items[c->runs[k]];
             titles[k] = s->title;
             shorts[k] = s->short_name;
+            keys[k] = run_key(c, s);
             colors[k] = s->color;
         }
         sp_plot_var_strs(c, "run_title", n, titles);
         sp_plot_var_strs(c, "run_short", n, shorts);
+        sp_plot_var_strs(c, "run_key", n, keys);
         sp_plot_var_nums(c, "run_color", n, colors);
+        sp_plot_var_num(c, "n_facets", c->n_facets);
+        sp_plot_var_strs(c, "facet_title", c->n_facets, facet_titles);
+        sp_plot_var_nums(c, "run_facet", n, facets);
+        lay_out_facets(c);
     }
     free(titles);
     free(shorts);
+    free(keys);
     free(colors);
+    free(facets);
 }
 
 /* ---- the data file ---- */
@@ -177,10 +242,20 @@ void sp_plot_var_grid(sp_plot_ctx *c, int n)
     c->min_height = rows * SP_PLOT_MIN_PANEL_HEIGHT + 40; /* and the figure's title */
 }
 
+void sp_plot_var_kind_grid(sp_plot_ctx *c, int n)
+{
+    c->kind_panels = n;
+    sp_plot_var_grid(c, n);
+}
+
+double sp_plot_key_entry_px(size_t title_len) { return 6.5 * (double)title_len + 60; }
+
 void sp_plot_var_panels(sp_plot_ctx *c, const char *title, int blocks_per_run, int has_bars, int n,
                         const sp_plot_panel *panels)
 {
     c->key_panel_rows = has_bars ? n : 1;
+    c->n_panels = n;
+    c->has_bars = has_bars;
     sp_plot_var_str(c, "figure_title", title);
     sp_plot_var_num(c, "blocks_per_run", blocks_per_run);
     sp_plot_var_num(c, "has_bars", has_bars);

@@ -5,14 +5,18 @@
 # > 0 a band of +- that column around the line. With has_bars, the panels are stacked with a bar
 # chart right of each, from the block after every run's blocks: one row per run, the run number,
 # then the value for panel p in column p + 1. The key naming every run sits below the panels.
+# With n_facets > 1 (too many runs for one panel's colours, plots/series.h) each quantity is a row
+# of panels, one per facet (variant) holding the runs with run_facet[i] == f, on shared axes; the
+# key is a column under each facet.
 px_w = 1.0 / width
 px_h = 1.0 / height
-# entries per key row, key_cols, come from plots/plot.c, which grows the canvas to hold the key
-key_rows = int((n_runs + key_cols - 1) / key_cols)
+# key_cols (entries per key row) and key_rows come from plots/plot.c, which grows the canvas to hold the key
+faceted = n_facets > 1
+stacked = has_bars || faceted
 top = 1.0 - 34 * px_h
 bottom = (8 + 15 * key_rows) * px_h
-rows = has_bars ? n_panels : 1
-cols = has_bars ? 1 : n_panels
+rows = stacked ? n_panels : 1
+cols = faceted ? n_facets : has_bars ? 1 : n_panels
 split = has_bars ? 0.7 : 1.0
 cell_w = split / cols
 cell_h = (top - bottom) / rows
@@ -26,23 +30,30 @@ do for [p = 1:n_panels] {
     db = panel_dash_block[p]
     dc = panel_dash_col[p]
     bc = panel_band_col[p]
-    x0 = (has_bars ? 0 : p - 1) * cell_w
-    y1 = top - (has_bars ? p - 1 : 0) * cell_h
-    set lmargin at screen x0 + 68 * px_w
-    set rmargin at screen x0 + cell_w - 14 * px_w
-    set tmargin at screen y1 - 20 * px_h
-    set bmargin at screen y1 - cell_h + (panel_xlabel[p] eq "" ? 22 : 40) * px_h
     # x tics: whole steps on integer axes (block, layer, distance), about six intervals otherwise
     stats datafile index 0:(bar_block - 1) using 1:(column(1) - floor(column(1))) nooutput
-    x_span = STATS_max_x - STATS_min_x
+    x_min = STATS_min_x
+    x_max = STATS_max_x
+    x_span = x_max - x_min
     x_step = x_span <= 0 ? 1 : STATS_max_y == 0 && x_span <= 12 ? 1 : nice_step(x_span, 6)
     set xtics x_step
     # long curves (losses over steps) get a marker every few points only
     rows_per_run = STATS_records / (n_runs * blocks_per_run)
     every_pt = rows_per_run > 30 ? int(rows_per_run / 12) : 1
-    set title panel_title[p] font ",10" offset 0, -0.4
     set xlabel panel_xlabel[p] offset 0, 0.3
     set ylabel panel_ylabel[p]
+    # the runs' values (and their dashed companions): the y tics, and with facets the shared range
+    # (stats leaves its variables as they were when it finds no value: start them empty)
+    STATS_min = 1e300
+    STATS_max = -1e300
+    stats datafile index 0:(bar_block - 1) using (panel_log[p] && column(c) <= 0 ? NaN : column(c)) nooutput
+    y_min = STATS_min
+    y_max = STATS_max
+    if (dc > 0) {
+        stats datafile index 0:(bar_block - 1) using (panel_log[p] && column(dc) <= 0 ? NaN : column(dc)) nooutput
+        y_min = STATS_min < y_min ? STATS_min : y_min
+        y_max = STATS_max > y_max ? STATS_max : y_max
+    }
     if (panel_log[p]) {
         set logscale y
         set format y logfmt
@@ -51,24 +62,39 @@ do for [p = 1:n_panels] {
         unset logscale y
         set format y "%g"
         # about four tic intervals over the runs' values: the panels can be short
-        stats datafile index 0:(bar_block - 1) using (column(c)) nooutput
-        if (STATS_max > STATS_min) { set ytics nice_step(STATS_max - STATS_min, 4) } else { set ytics autofreq }
+        if (y_max > y_min) { set ytics nice_step(y_max - y_min, 4) } else { set ytics autofreq }
     }
-    # a missing band or dashed line is drawn from NaN (nothing), keeping every loop non-empty
-    plot for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
-             using 1:(bc > 0 ? column(c) - column(bc) : NaN):(bc > 0 ? column(c) + column(bc) : NaN) \
-             with filledcurves lt run_color[i], \
-         for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
-             using 1:(column(c)) with linespoints pi every_pt lt run_color[i] title run_title[i], \
-         for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + (dc > 0 ? db : b)) \
-             using 1:(dc > 0 ? column(dc) : NaN) with linespoints pi every_pt dt 2 pt 6 lt run_color[i]
+    # facets share both axes (and a facet whose runs lack this quantity still draws, empty)
+    if (faceted && y_max >= y_min) {
+        set xrange [x_min : x_max > x_min ? x_max : x_min + 1]
+        y_pad = panel_log[p] ? 0 : (y_max > y_min ? 0.05 * (y_max - y_min) : 0.5)
+        if (panel_log[p]) { set yrange [y_min / 1.5 : y_max * 1.5] } else { set yrange [y_min - y_pad : y_max + y_pad] }
+    }
+    do for [f = 1:n_facets] {
+        x0 = (faceted ? f - 1 : has_bars ? 0 : p - 1) * cell_w
+        y1 = top - (stacked ? p - 1 : 0) * cell_h
+        set lmargin at screen x0 + 68 * px_w
+        set rmargin at screen x0 + cell_w - 14 * px_w
+        set tmargin at screen y1 - 20 * px_h
+        set bmargin at screen y1 - cell_h + (panel_xlabel[p] eq "" ? (stacked ? 32 : 22) : 40) * px_h
+        set title (!faceted ? panel_title[p] : panel_title[p] eq "" ? facet_title[f] : facet_title[f] . ": " . panel_title[p]) \
+            font ",10" offset 0, -0.4
+        # a missing band or dashed line, or a run of another facet, is drawn from NaN (nothing),
+        # keeping every loop non-empty
+        plot for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
+                 using 1:(bc > 0 && run_facet[i] == f ? column(c) - column(bc) : NaN):(bc > 0 ? column(c) + column(bc) : NaN) \
+                 with filledcurves lt run_color[i], \
+             for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + b) \
+                 using 1:(run_facet[i] == f ? column(c) : NaN) with linespoints pi every_pt lt run_color[i], \
+             for [i = 1:n_runs] datafile index ((i - 1) * blocks_per_run + (dc > 0 ? db : b)) \
+                 using 1:(dc > 0 && run_facet[i] == f ? column(dc) : NaN) with linespoints pi every_pt dt 2 pt 6 lt run_color[i]
+    }
+    set autoscale xy
 }
-# the key: a plot of nothing in the strip below the panels, holding one entry per run
-set lmargin at screen 0.02
-set rmargin at screen 0.98
+# the key: a plot of nothing in the strip below the panels, holding one entry per run (with
+# facets, a column under each facet holding its runs)
 set tmargin at screen bottom
 set bmargin at screen 0.0
-set key center center horizontal Left reverse maxcols key_cols
 unset border
 unset xtics
 unset ytics
@@ -78,7 +104,19 @@ unset ylabel
 unset logscale y
 set xrange [0 : 1]
 set yrange [0 : 1]
-plot for [i = 1:n_runs] NaN with linespoints lt run_color[i] title run_title[i]
+if (faceted) {
+    set key left top vertical Left reverse maxcols 1
+    do for [f = 1:n_facets] {
+        set lmargin at screen (f - 1) * cell_w + 8 * px_w
+        set rmargin at screen f * cell_w - 8 * px_w
+        plot for [i = 1:n_runs] NaN with linespoints lt run_color[i] title (run_facet[i] == f ? run_key[i] : "")
+    }
+} else {
+    set lmargin at screen 0.02
+    set rmargin at screen 0.98
+    set key center center horizontal Left reverse maxcols key_cols
+    plot for [i = 1:n_runs] NaN with linespoints lt run_color[i] title run_title[i]
+}
 unset key
 set border 3
 set xtics nomirror out scale 0.6

@@ -73,19 +73,24 @@ static sp_status select_figures(const char *only, unsigned char *selected)
 }
 
 /* The key under a panels figure (plots/panels.gp): an entry per run, as wide as the longest title
- * (about 6.5 pixels a character at the key's font) and its sample, as many to a row as fit the
- * width, each row KEY_ROW_PX high, below the title strip KEY_TOP_PX. */
+ * and its sample, as many to a row as fit the width, each row KEY_ROW_PX high, below the title
+ * strip KEY_TOP_PX. With facets, a column of entries under each facet. */
 #define KEY_ROW_PX 15
 #define KEY_TOP_PX 34
 static void key_layout(const sp_plot_ctx *c, int width, int *cols, int *rows)
 {
+    if (c->n_facets > 1) {
+        *cols = 1;
+        *rows = c->facet_most_runs;
+        return;
+    }
     size_t longest = 1;
     for (int k = 0; k < c->n_runs; k++) {
         const size_t len = strlen(c->in->items[c->runs[k]].title);
         longest = len > longest ? len : longest;
     }
     const int n = c->n_runs > 0 ? c->n_runs : 1;
-    *cols = (int)(0.95 * width / (6.5 * (double)longest + 60));
+    *cols = (int)(0.95 * width / sp_plot_key_entry_px(longest));
     *cols = *cols < 1 ? 1 : *cols > n ? n : *cols;
     *rows = (n + *cols - 1) / *cols;
 }
@@ -107,7 +112,7 @@ static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c,
     if (c->key_panel_rows > 0) {
         int key_cols, key_rows;
         key_layout(c, width, &key_cols, &key_rows);
-        sp_text_printf(script, "key_cols = %d\n", key_cols);
+        sp_text_printf(script, "key_cols = %d\nkey_rows = %d\n", key_cols, key_rows);
         /* the panels keep their least height above the key, however many runs it names */
         const int need = c->key_panel_rows * SP_PLOT_MIN_PANEL_HEIGHT + KEY_TOP_PX + KEY_ROW_PX * key_rows + 8;
         height = grow && need > height ? need : height;

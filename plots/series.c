@@ -272,10 +272,11 @@ static void name_series(sp_plot_series *s, unsigned diff)
         snprintf(s->short_name + used, sizeof s->short_name - used, " s%lld", (long long)s->seed);
 }
 
-/* Series of one run (same title before disambiguation) share a colour, numbered in input order. */
-static void assign_colors(sp_plot_inputs *in)
+/* Series of one run (same title before disambiguation) share a colour, numbered in input order
+ * among the series of their facet; returns the colours used. */
+static int assign_colors(sp_plot_inputs *in)
 {
-    int n_colors = 0;
+    int n_colors[SP_N_VARIANTS + 1] = {0}, used = 0;
     for (int i = 0; i < in->n; i++) {
         sp_plot_series *s = &in->items[i];
         s->color = 0;
@@ -283,8 +284,40 @@ static void assign_colors(sp_plot_inputs *in)
             if (strcmp(in->items[j].title, s->title) == 0)
                 s->color = in->items[j].color;
         if (!s->color)
-            s->color = ++n_colors;
+            s->color = ++n_colors[s->facet - 1];
+        used = s->color > used ? s->color : used;
     }
+    return used;
+}
+
+/* A facet per variant (and one for runs whose variant is unknown) where the runs would repeat the
+ * palette's colours in one panel and span more than one variant (plots/series.h). */
+static void assign_facets(sp_plot_inputs *in)
+{
+    for (int i = 0; i < in->n; i++)
+        in->items[i].facet = 1;
+    in->n_facets = 1;
+    in->facet_titles[0] = "";
+    if (assign_colors(in) <= SP_PLOT_PALETTE)
+        return;
+    int facet_of[SP_N_VARIANTS + 1] = {0}, n = 0;
+    for (int i = 0; i < in->n; i++) {
+        sp_plot_series *s = &in->items[i];
+        const int key = s->run_known ? (int)s->cfg.variant : SP_N_VARIANTS;
+        if (!facet_of[key]) {
+            facet_of[key] = ++n;
+            in->facet_titles[n - 1] = key < SP_N_VARIANTS ? sp_variant_names[key] : "other runs";
+        }
+        s->facet = facet_of[key];
+    }
+    if (n < 2) { /* one variant: one panel, colours as they were */
+        for (int i = 0; i < in->n; i++)
+            in->items[i].facet = 1;
+        in->facet_titles[0] = "";
+        return;
+    }
+    in->n_facets = n;
+    assign_colors(in);
 }
 
 /* Two series of one kind with the same title (reports of one run at several steps, or runs alike
@@ -323,7 +356,7 @@ sp_status sp_plot_inputs_load(int n_paths, const char *const *paths, sp_plot_inp
     const unsigned diff = differing_fields(in);
     for (int i = 0; i < in->n; i++)
         name_series(&in->items[i], diff);
-    assign_colors(in);
+    assign_facets(in);
     disambiguate(in);
     return SP_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <omp.h>
@@ -171,6 +172,16 @@ static double share_left(const char *dir, const sp_study_run_spec *r, int *diver
     return left < 0 ? 0 : left;
 }
 
+/* The time of day in UTC ("22:01:13 UTC"), so that a saved log shows when each run ended. */
+static const char *clock_utc(char *buf, size_t len)
+{
+    const time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%H:%M:%S UTC", &tm))
+        snprintf(buf, len, "time unknown");
+    return buf;
+}
+
 static void format_duration(double s, char *buf, size_t len)
 {
     const long long m = (long long)(s / 60 + 0.5);
@@ -318,10 +329,10 @@ static void run_done(void *ctx, int i, sp_status st, double seconds)
         s->work_s += seconds;
     }
     s->cost_left -= s->cost[i];
-    char t[32];
+    char t[32], now[32];
     format_duration((s->cost_left > 0 ? s->cost_left : 0) / rate_of(s), t, sizeof t);
-    printf("study: %s: done; %d of %d runs done; time left: %s (at %.1f GFLOP/s%s)\n", s->tags[i], s->n_done,
-           s->n_planned, t, rate_of(s) / 1e9, s->work_s > 0 ? ", measured" : ", assumed");
+    printf("study: %s: done; %d of %d runs done; time left: %s (at %.1f GFLOP/s%s; %s)\n", s->tags[i], s->n_done,
+           s->n_planned, t, rate_of(s) / 1e9, s->work_s > 0 ? ", measured" : ", assumed", clock_utc(now, sizeof now));
     fflush(stdout);
 }
 
@@ -344,7 +355,8 @@ static void runs_tick(void *ctx, int n, const int *task, const double *seconds)
             used = sizeof list - 1;
     }
     format_duration(left > 0 ? left / rate_of(s) : 0, t, sizeof t);
-    printf("study: running %s; time left: about %s\n", list, t);
+    char now[32];
+    printf("study: running %s; time left: about %s (%s)\n", list, t, clock_utc(now, sizeof now));
     fflush(stdout);
 }
 

@@ -480,17 +480,38 @@ static void test_grid_canvas_grows(void **state)
     sp_text_free(&two.vars);
 }
 
-/* Forty runs: the loss figure's key takes two columns and 20 rows, and the canvas grows so that the
- * panel keeps its least height above it; a figure that leaves out many runs names three and counts
- * the rest, on one line. */
+/* Runs the plot command on dirs (n of them) with --only figures into out; 0 when it ran, -1 when the
+ * binary cannot be run (the caller skips). */
+static int plot_dirs(int n, char (*dirs)[4200], const char *out, const char *figures, char **err)
+{
+    const char *args[64];
+    int n_args = 0;
+    args[n_args++] = "plot";
+    assert_true(n + 6 <= 64);
+    for (int i = 0; i < n; i++)
+        args[n_args++] = dirs[i];
+    const char *tail[] = {"--out", out, "--only", figures, NULL};
+    for (size_t i = 0; i < SP_ARRAY_LEN(tail); i++) /* the options and the closing NULL */
+        args[n_args++] = tail[i];
+    tree_remove(out);
+    char *o = NULL;
+    const int rc = scratch_run_cli(args, &o, err);
+    free(o);
+    if (rc == -1)
+        return -1;
+    assert_int_equal(rc, 0);
+    return 0;
+}
+
+/* Forty runs of two variants, twenty distinct (pairs alike in every field): past the palette, so
+ * the loss figure draws a panel per variant with a key column under each (20 rows), and the canvas
+ * grows so that the panels keep their least height above it; a figure that leaves out many runs
+ * names three and counts the rest, on one line. */
 static void test_many_runs(void **state)
 {
     (void)state;
     enum { N = 40 };
     char dirs[N][4200], out[4200];
-    const char *args[N + 8];
-    int n_args = 0;
-    args[n_args++] = "plot";
     for (int i = 0; i < N; i++) {
         char name[32];
         snprintf(name, sizeof name, "run-many-%d", i);
@@ -498,28 +519,102 @@ static void test_many_runs(void **state)
         write_log(dirs[i], i % 2 ? "pre" : "span", 2 + i % 20, 1.0, "done"); /* at most 21 layers */
         if (i < 6)
             write_report(dirs[i], 2 + i, 0.2, i == 0);
-        args[n_args++] = dirs[i];
     }
     scratch_path(out, sizeof out, "plot-many");
-    tree_remove(out);
-    const char *tail[] = {"--out", out, "--only", "loss,prune", NULL};
-    for (size_t i = 0; i < SP_ARRAY_LEN(tail); i++) /* the options and the closing NULL */
-        args[n_args++] = tail[i];
-    char *o = NULL, *e = NULL;
-    int rc = scratch_run_cli(args, &o, &e);
-    if (rc == -1)
+    char *e = NULL;
+    if (plot_dirs(N, dirs, out, "loss,prune", &e) == -1)
         skip();
-    assert_int_equal(rc, 0);
     char *script = read_text(out, "loss.gp");
-    assert_non_null(strstr(script, "key_cols = 2\n"));
-    /* 250 px of panel, the title strip (34), 20 key rows of 15 and 8 below */
-    assert_figure(out, "loss", SP_PLOT_DEFAULT_WIDTH, SP_PLOT_MIN_PANEL_HEIGHT + 34 + 20 * 15 + 8);
+    assert_non_null(strstr(script, "key_cols = 1\nkey_rows = 20\n"));
+    assert_non_null(strstr(script, "n_facets = 2\narray facet_title[2] = [\"span\", \"pre\"]"));
+    /* the runs' colours count within their variant; a run's two directories share one */
+    assert_non_null(strstr(script, "array run_color[40] = [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, "
+                                   "10, 1, 1, 2, 2,"));
+    /* 250 px of panel, the title strip (34), 20 key rows of 15 and 8 below; two facets side by side */
+    char path[4300];
+    int w = 0, h = 0;
+    snprintf(path, sizeof path, "%s/loss.png", out);
+    assert_int_equal(png_size(path, &w, &h), 0);
+    assert_int_equal(h, SP_PLOT_MIN_PANEL_HEIGHT + 34 + 20 * 15 + 8);
+    assert_true(w >= SP_PLOT_DEFAULT_WIDTH);
     assert_int_equal(scratch_count_lines(e), 1);
     assert_non_null(strstr(e, "plot: prune: left out 5 runs: pre, L=3, scaled init, lr 0.003 (no pruning/"));
     assert_non_null(strstr(e, "; and 2 more\n"));
     free(script);
-    free(o);
     free(e);
+    for (int i = 0; i < N; i++)
+        tree_remove(dirs[i]);
+    tree_remove(out);
+}
+
+/* Panels per variant begin only past the palette's twelve colours: twelve runs of two variants
+ * share one panel, coloured 1 to 12; fourteen (seven pre, seven span) get a panel each, in the
+ * line figures (jac: a row, the key under each) and in alpha's grid (a row of matrix kinds per
+ * variant, its key in a last column), coloured 1 to 7 within each; fourteen of one variant stay in
+ * one panel, the last two in hollow markers (linetypes 13 and 14). */
+static void test_facets_past_the_palette(void **state)
+{
+    (void)state;
+    enum { N = 14 };
+    char dirs[N][4200], out[4200];
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "run-facet-%d", i);
+        make_dir(dirs[i], sizeof dirs[i], name);
+        write_log(dirs[i], i < 7 ? "pre" : "span", 2 + i % 7, 1.0, "done");
+        write_report(dirs[i], 2 + i % 7, 0.05 * i, 1);
+    }
+    scratch_path(out, sizeof out, "plot-facets");
+    char *e = NULL;
+    if (plot_dirs(N, dirs, out, "jac,alpha", &e) == -1)
+        skip();
+    free(e);
+    char *script = read_text(out, "jac.gp");
+    assert_non_null(strstr(script, "n_facets = 2\narray facet_title[2] = [\"pre\", \"span\"]"));
+    assert_non_null(strstr(script, "array run_facet[14] = [1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2]"));
+    assert_non_null(strstr(script, "array run_color[14] = [1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 7]"));
+    /* the key names each run without the variant its panel names */
+    assert_non_null(strstr(script, "array run_key[14] = [\"L=2, scaled init, lr 0.003\""));
+    assert_non_null(strstr(script, "key_cols = 1\nkey_rows = 7\n"));
+    free(script);
+    script = read_text(out, "alpha.gp");
+    const char *kinds = strstr(script, "n_kinds = ");
+    assert_non_null(kinds);
+    char grid[64];
+    snprintf(grid, sizeof grid, "n_rows = 2\nn_cols = %d\n", atoi(kinds + strlen("n_kinds = ")) + 1);
+    assert_non_null(strstr(script, grid));
+    free(script);
+    char path[4300];
+    int w = 0, h = 0;
+    snprintf(path, sizeof path, "%s/alpha.png", out);
+    assert_int_equal(png_size(path, &w, &h), 0);
+    assert_int_equal(h, 2 * SP_PLOT_MIN_PANEL_HEIGHT + 40);
+
+    /* twelve: the first six of each variant */
+    char twelve[12][4200];
+    for (int i = 0; i < 12; i++)
+        memcpy(twelve[i], dirs[i < 6 ? i : i + 1], sizeof twelve[i]);
+    assert_int_equal(plot_dirs(12, twelve, out, "jac", &e), 0);
+    free(e);
+    script = read_text(out, "jac.gp");
+    assert_non_null(strstr(script, "n_facets = 1\n"));
+    assert_non_null(strstr(script, "array run_color[12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]"));
+    free(script);
+
+    /* fourteen of one variant: the span runs again, seven more at 9 to 15 layers */
+    for (int i = 0; i < 7; i++) {
+        tree_remove(dirs[i]);
+        assert_int_equal(mkdir(dirs[i], 0777), 0);
+        write_log(dirs[i], "span", 9 + i, 1.0, "done");
+        write_report(dirs[i], 9 + i, 0.05 * i, 1);
+    }
+    assert_int_equal(plot_dirs(N, dirs, out, "jac", &e), 0);
+    free(e);
+    script = read_text(out, "jac.gp");
+    assert_non_null(strstr(script, "n_facets = 1\n"));
+    assert_non_null(strstr(script, "13, 14]"));
+    assert_non_null(strstr(script, "set linetype 13 lc rgb \"#1f77b4\" lw 1.0 pt 6"));
+    free(script);
     for (int i = 0; i < N; i++)
         tree_remove(dirs[i]);
     tree_remove(out);
@@ -535,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_grid_canvas_grows),
         cmocka_unit_test(test_many_runs),
+        cmocka_unit_test(test_facets_past_the_palette),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

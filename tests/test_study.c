@@ -369,6 +369,11 @@ static void test_sweep_then_best_lr(void **state)
     assert_null(strstr(o, " 6. pre-L2-scaled-lrbest-s2            group 2,   2 layers, d_model 16, 12 steps: an "));
     assert_non_null(strstr(o, "study test-sweep: estimated time left: "));
     assert_non_null(strstr(o, ": done; 1 of 12 runs done; time left: "));
+    /* each run's line says when it ended (a saved log then shows every run's duration) */
+    const char *done_line = strstr(o, ": done; 1 of 12 runs done; time left: ");
+    const char *eol = strchr(done_line, '\n');
+    assert_non_null(eol);
+    assert_true(eol - done_line > 6 && strncmp(eol - 5, " UTC)", 5) == 0);
 
     snprintf(path, sizeof path, "%s/summary_lr.csv", out);
     char *csv = scratch_read_file(path, NULL);
