@@ -76,7 +76,8 @@ do for [p = 1:n_panels] {
         set lmargin at screen x0 + 68 * px_w
         set rmargin at screen x0 + cell_w - 14 * px_w
         set tmargin at screen y1 - 20 * px_h
-        set bmargin at screen y1 - cell_h + (panel_xlabel[p] eq "" ? (stacked ? 32 : 22) : 40) * px_h
+        # (stacked rows leave room between a panel's x label and the title of the panel below)
+        set bmargin at screen y1 - cell_h + (panel_xlabel[p] eq "" ? 22 : 40) * px_h + (stacked ? 10 : 0) * px_h
         set title (!faceted ? panel_title[p] : panel_title[p] eq "" ? facet_title[f] : facet_title[f] . ": " . panel_title[p]) \
             font ",10" offset 0, -0.4
         # a missing band or dashed line, or a run of another facet, is drawn from NaN (nothing),
