@@ -143,8 +143,20 @@ sp_status sp_mom_cross_add(sp_mom_cross *x, const sp_real *a, const sp_real *b, 
     if (x->centered)
         return sp_error(SP_ERR_INTERNAL, "cross-product moments: rows added after the totals were centered");
     /* scratch[dim_a, dim_b] = a^T b, then into the fp64 totals */
-    x->be->gemm(1, 0, x->dim_a, x->dim_b, rows, (sp_real)1, a, x->dim_a, b, x->dim_b, (sp_real)0, x->scratch,
-                x->dim_b);
+    if (!x->upper_only) {
+        x->be->gemm(1, 0, x->dim_a, x->dim_b, rows, (sp_real)1, a, x->dim_a, b, x->dim_b, (sp_real)0, x->scratch,
+                    x->dim_b);
+    } else if (a != b || x->dim_a != x->dim_b) {
+        return sp_error(SP_ERR_INTERNAL, "cross-product moments: an upper-triangle accumulator takes a^T a only");
+    } else {
+        /* band [i0, i0 + m) of rows, from column i0 on; the scratch below the bands stays zero */
+        const int d = x->dim_a;
+        for (int i0 = 0; i0 < d; i0 += SP_MOMENTS_BAND) {
+            const int m = d - i0 < SP_MOMENTS_BAND ? d - i0 : SP_MOMENTS_BAND;
+            x->be->gemm(1, 0, m, d - i0, rows, (sp_real)1, a + i0, d, a + i0, d, (sp_real)0,
+                        x->scratch + (size_t)i0 * d + i0, d);
+        }
+    }
     x->be->to_f64((size_t)x->dim_a * (size_t)x->dim_b, x->scratch, x->total, 1);
     return SP_OK;
 }
@@ -205,12 +217,13 @@ sp_status sp_mom_batch_init(sp_mom_batch *b, const sp_backend *be, int count, in
         sp_mom_batch_free(b);
         return SP_ERR_NOMEM;
     }
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count; i++) { /* (alloc zeroes: the scratch below the bands stays 0) */
         sp_status st = cross_init(&b->cross[i], be, dim, dim, b->scratch, b->totals + (size_t)i * dim * dim);
         if (st != SP_OK) {
             sp_mom_batch_free(b);
             return st;
         }
+        b->cross[i].upper_only = 1;
     }
     return SP_OK;
 }

@@ -47,9 +47,13 @@ while [ "$i" -lt "$rounds" ]; do
         --n-tokens 16384 --seq-len 256 --batch 8 --grad-batches 1 --prune-batches 2 --jac-seq "$JAC_SEQ" \
         --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --power-tol 1e-15 --topk "$TOPK" \
         >"$work/ours.$i.txt" 2>"$work/ours.$i.err" || { cat "$work/ours.$i.err" >&2; exit 1; }
-    $py bench/analyze_torch.py --threads "$threads" --tokens "$work/tokens.txt" --jac-seq "$JAC_SEQ" \
-        --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --topk "$TOPK" >"$work/theirs.$i.json"
-    pairs="$pairs $work/ours.$i.txt $work/theirs.$i.json"
+    for side in pypi debian; do
+        side_py=$py
+        [ "$side" = debian ] || side_py=$venv/bin/python
+        "$side_py" bench/analyze_torch.py --threads "$threads" --tokens "$work/tokens.txt" --jac-seq "$JAC_SEQ" \
+            --jac-tokens "$JAC_TOKENS" --power-iters "$POWER_ITERS" --topk "$TOPK" >"$work/theirs.$i.$side.json"
+    done
+    pairs="$pairs $work/ours.$i.txt $work/theirs.$i.pypi.json $work/theirs.$i.debian.json"
     i=$((i + 1))
 done
 # shellcheck disable=SC2086 # the pairs are separate arguments

@@ -1,9 +1,10 @@
-"""Stage tables of `spanprobe analyze` next to a PyTorch analysis benchmark, round by round
+"""Stage tables of `spanprobe analyze` next to PyTorch analysis benchmarks, round by round
 (bench/run_analyze_bench.sh, bench/run_hf_analyze_bench.sh). Python 3 standard library only.
 
-Usage: python3 bench/stage_table.py OURS_1.txt THEIRS_1.json [OURS_2.txt THEIRS_2.json ...]
-OURS: the stdout of `spanprobe analyze` (its stage table); THEIRS: the JSON object of
-bench/analyze_torch.py or bench/analyze_hf_torch.py.
+Usage: python3 bench/stage_table.py OURS_1.txt THEIRS_1.json [THEIRS_1b.json ...] [OURS_2.txt ...]
+OURS (a .txt): the stdout of `spanprobe analyze` (its stage table), starting a round; THEIRS (each
+.json after it): the JSON object of bench/analyze_torch.py or bench/analyze_hf_torch.py, one column
+each (for example PyPI's current PyTorch, then Debian's).
 """
 import json
 import re
@@ -32,24 +33,36 @@ def spanprobe_run(path):
     return run
 
 
-def print_round(i, ours, theirs):
-    s, t = spanprobe_run(ours), json.load(open(theirs))
-    print(f"\nround {i}: {'stage':<18} {'spanprobe s':>12} {'pytorch s':>10} {'ratio':>7}")
+def print_round(i, ours, theirs_paths):
+    s = spanprobe_run(ours)
+    theirs = [json.load(open(p)) for p in theirs_paths]
+    head = "".join(f" {t['impl'] + ' s':>17} {'ratio':>6}" for t in theirs)
+    print(f"\nround {i}: {'stage':<18} {'spanprobe s':>12}{head}")
     for name, sec in s["stages"].items():
-        other = t["stages"].get(name, float("nan"))
-        print(f"         {name:<18} {sec:12.2f} {other:10.2f} {other / sec if sec else float('nan'):7.2f}")
-    print(f"         {'total':<18} {s['total']:12.2f} {t['total_s']:10.2f} {t['total_s'] / s['total']:7.2f}"
-          "  (ratio = pytorch / spanprobe: > 1 means spanprobe is faster)")
-    print(f"         peak memory: spanprobe {s['peak_rss_mib']:.0f} MiB, pytorch {t['peak_rss_mib']:.0f} MiB"
-          f" ({t['impl']})")
+        cols = ""
+        for t in theirs:
+            other = t["stages"].get(name, float("nan"))
+            cols += f" {other:17.2f} {other / sec if sec else float('nan'):6.2f}"
+        print(f"         {name:<18} {sec:12.2f}{cols}")
+    cols = "".join(f" {t['total_s']:17.2f} {t['total_s'] / s['total']:6.2f}" for t in theirs)
+    print(f"         {'total':<18} {s['total']:12.2f}{cols}  (ratio = pytorch / spanprobe: > 1 means spanprobe is faster)")
+    mem = ", ".join(f"{t['impl']} {t['peak_rss_mib']:.0f} MiB" for t in theirs)
+    print(f"         peak memory: spanprobe {s['peak_rss_mib']:.0f} MiB, {mem}")
 
 
 def main():
-    paths = sys.argv[1:]
-    if not paths or len(paths) % 2:
+    rounds = []
+    for path in sys.argv[1:]:
+        if path.endswith(".json"):
+            if not rounds:
+                sys.exit(__doc__)
+            rounds[-1][1].append(path)
+        else:
+            rounds.append((path, []))
+    if not rounds or any(not theirs for _, theirs in rounds):
         sys.exit(__doc__)
-    for i in range(0, len(paths), 2):
-        print_round(i // 2 + 1, paths[i], paths[i + 1])
+    for i, (ours, theirs) in enumerate(rounds):
+        print_round(i + 1, ours, theirs)
 
 
 if __name__ == "__main__":

@@ -294,6 +294,10 @@ static void test_batched_covariance_eigvals(void **state)
     double host[COUNT][DIM * DIM], one[COUNT][DIM], batched[COUNT * DIM];
     be->download(host, batch.totals, sizeof host);
     for (int c = 0; c < COUNT; c++) {
+        /* a batch computes the upper triangle (what sym_eigvals reads): mirrored here to compare */
+        for (int i = 0; i < DIM; i++)
+            for (int j = i + 1; j < DIM; j++)
+                host[c][j * DIM + i] = host[c][i * DIM + j];
         double mean[DIM] = {0}, want[DIM * DIM];
         for (int t = 0; t < ROWS; t++)
             for (int j = 0; j < DIM; j++)
@@ -333,6 +337,71 @@ static void test_batched_covariance_eigvals(void **state)
     sp_rowops_free(&ro);
 }
 
+/* A batch of side 300 computes A^T A in bands of SP_MOMENTS_BAND rows (128, 128 and 44): its upper
+ * triangle matches the fp64 covariance, and the eigenvalues (read from that triangle) those of the
+ * fp64 covariance, to fp32's accuracy over 600 rows. */
+static void test_banded_covariance(void **state)
+{
+    (void)state;
+    enum { DIM = 300, ROWS = 600 };
+    _Static_assert(DIM > 2 * SP_MOMENTS_BAND && DIM % SP_MOMENTS_BAND != 0, "three bands, the last short");
+    const sp_backend *be = sp_backend_cpu();
+    sp_real *x = vec_zeros((size_t)ROWS * DIM);
+    sp_rng rng;
+    sp_rng_seed(&rng, 41);
+    for (int t = 0; t < ROWS; t++)
+        for (int j = 0; j < DIM; j++) /* unequal variances, every column tied to the first, a mean of 3 */
+            x[t * DIM + j] = (sp_real)(3 + (1 + 0.01 * j) * sp_rng_normal(&rng) + (j ? 0.3 * x[t * DIM] : 0));
+    sp_real *x_dev = to_backend(be, (size_t)ROWS * DIM, x), *shifted = be->alloc(ROWS * DIM * sizeof(sp_real), "test");
+    sp_rowops ro;
+    assert_int_equal(sp_rowops_init(&ro, be, ROWS, DIM), SP_OK);
+    sp_mom_cols cols;
+    sp_mom_batch batch;
+    assert_int_equal(sp_mom_cols_init(&cols, &ro, DIM), SP_OK);
+    assert_int_equal(sp_mom_batch_init(&batch, be, 1, DIM), SP_OK);
+    for (int t0 = 0; t0 < ROWS; t0 += 200) {
+        assert_int_equal(sp_mom_cols_add(&cols, x_dev + (size_t)t0 * DIM, 200, shifted), SP_OK);
+        assert_int_equal(sp_mom_cross_add(&batch.cross[0], shifted, shifted, 200), SP_OK);
+    }
+    /* the band form takes a^T a only */
+    assert_int_equal(sp_mom_cross_add(&batch.cross[0], shifted, x_dev, 200), SP_ERR_INTERNAL);
+    sp_error_clear();
+    assert_int_equal(sp_mom_batch_covariances(&batch, &cols, "test"), SP_OK);
+    double *got = calloc((size_t)DIM * DIM, sizeof *got), *want = calloc((size_t)DIM * DIM, sizeof *want);
+    double *w_got = calloc(DIM, sizeof *w_got), *w_want = calloc(DIM, sizeof *w_want);
+    assert_true(got && want && w_got && w_want);
+    be->download(got, batch.totals, (size_t)DIM * DIM * sizeof *got);
+    double mean[DIM] = {0};
+    for (int t = 0; t < ROWS; t++)
+        for (int j = 0; j < DIM; j++)
+            mean[j] += x[t * DIM + j] / (double)ROWS;
+    for (int t = 0; t < ROWS; t++)
+        for (int i = 0; i < DIM; i++)
+            for (int j = i; j < DIM; j++)
+                want[i * DIM + j] += (x[t * DIM + i] - mean[i]) * (x[t * DIM + j] - mean[j]) / (ROWS - 1);
+    double err = 0, scale = 0;
+    for (int i = 0; i < DIM; i++)
+        for (int j = i; j < DIM; j++) {
+            err = fmax(err, fabs(got[i * DIM + j] - want[i * DIM + j]));
+            scale = fmax(scale, fabs(want[i * DIM + j]));
+        }
+    assert_below(err / scale, 1e-5, "upper triangle of the banded covariance");
+    assert_int_equal(sp_mom_batch_eigvals(&batch, w_got), SP_OK);
+    assert_int_equal(sp_linalg_sym_eigvals(DIM, want, w_want), SP_OK);
+    for (int i = 0; i < DIM; i++)
+        assert_below(fabs(w_got[i] - w_want[i]), 1e-5 * w_want[0], "eigenvalue %d", i);
+    free(got);
+    free(want);
+    free(w_got);
+    free(w_want);
+    sp_mom_batch_free(&batch);
+    sp_mom_cols_free(&cols);
+    sp_rowops_free(&ro);
+    be->free(shifted);
+    be->free(x_dev);
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_rowops_nonfinite),
         cmocka_unit_test(test_streamed_moments),
         cmocka_unit_test(test_batched_covariance_eigvals),
+        cmocka_unit_test(test_banded_covariance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
