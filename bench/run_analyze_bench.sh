@@ -1,10 +1,13 @@
 #!/bin/sh
 # A full `spanprobe analyze` of a `pre` model (d_model 256, 12 layers, 8 heads, d_ff 1024,
 # max_seq_len 256) on 16,384 evaluation tokens, stage by stage, next to the same computations in
-# PyTorch CPU (bench/analyze_torch.py), same run, same machine, same thread count. Prints both stage
-# tables side by side, the ratio of the totals, and each side's peak memory (maximum RSS).
-# Usage (from the repository root): [BUILD=dir] [ROUNDS=n] bench/run_analyze_bench.sh [THREADS]
-# ROUNDS > 1 alternates the two sides n times (a shared machine is noisy).
+# PyTorch CPU (bench/analyze_torch.py), same run, same machine, same thread count: PyPI's PyTorch
+# (TORCH_VERSION, installed on first use into a virtual environment, BENCH_VENV, with numpy) and
+# Debian's python3-torch (1.13) as a second column. Prints the stage tables side by side, the ratios
+# of the totals, and each side's peak memory (maximum RSS).
+# Usage (from the repository root): [BUILD=dir] [ROUNDS=n] [TORCH_VERSION=v] [BENCH_VENV=dir]
+#        bench/run_analyze_bench.sh [THREADS]
+# ROUNDS > 1 alternates the sides n times (a shared machine is noisy).
 #
 # Both sides do the same work: the Jacobian analysis runs on one sequence of JAC_SEQ tokens with
 # exactly POWER_ITERS products per iteration run (spanprobe's stop tolerance is set so low that it
@@ -22,6 +25,13 @@ if ! $py -c 'import torch' 2>/dev/null; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-torch >/dev/null
+fi
+# the current PyTorch from PyPI (about 3 GB with its CUDA libraries; the benchmark runs it on the CPU)
+TORCH_VERSION=${TORCH_VERSION:-2.15.0}
+venv=${BENCH_VENV:-.venv-bench}
+if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    $py -m venv "$venv"
+    "$venv/bin/pip" install -q "torch==$TORCH_VERSION" numpy >/dev/null
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
