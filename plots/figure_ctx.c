@@ -46,7 +46,7 @@ sp_status sp_plot_add_run(sp_plot_ctx *c, int i)
     return SP_OK;
 }
 
-/* The key entry of run k: its title, less "<variant>, " where a facet names the variant. */
+/* The key entry of series s: its title, less "<variant>, " where a facet names the variant. */
 static const char *run_key(const sp_plot_ctx *c, const sp_plot_series *s)
 {
     const char *variant = sp_variant_names[s->cfg.variant];
