@@ -6,6 +6,8 @@
 # ends with the medians of each side and of the per-round ratios.
 # BENCH_MODE=train (what bench/run_train_bench.sh sets) times whole training steps instead:
 # forward, backward, global-norm clipping and an AdamW update on both sides.
+# TORCH_PYTHON=python picks the PyTorch side's interpreter (for example .venv-bench/bin/python, the
+# PyPI PyTorch that bench/run_analyze_bench.sh installs); by default python3, else Debian's.
 # CONTENTION=1 times each side a second time while one other CPU-bound process (a busy shell loop)
 # shares the machine, and prints each side's contended throughput as a share of its quiet one
 # (issue 18's targets: spanprobe keeps at least 40%, and at least PyTorch's share). spanprobe runs
@@ -24,8 +26,8 @@ if ! python3 -c 'import torch' 2>/dev/null && ! /usr/bin/python3 -c 'import torc
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-torch >/dev/null
 fi
-py=python3
-python3 -c 'import torch' 2>/dev/null || py=/usr/bin/python3
+py=${TORCH_PYTHON:-python3}
+[ -n "${TORCH_PYTHON:-}" ] || python3 -c 'import torch' 2>/dev/null || py=/usr/bin/python3
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 echo "model: pre, d_model 256, 8 layers, 8 heads, d_ff 1024, seq 256, batch 8, vocab 256; $threads threads; $what"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%d)"
