@@ -187,8 +187,8 @@ struct sp_backend {
     void (*gemm_f64)(int trans_a, int trans_b, int m, int n, int k, double alpha, const double *a, int lda,
                      const double *b, int ldb, double beta, double *c, int ldc);
     /* Eigenvalues, descending, of `count` symmetric n x n matrices, matrix i at a + i n^2 (only
-     * the upper triangle, row-major i <= j, is read; destroyed), into w + i n. SP_ERR_NUMERIC (one line naming the matrix) when
-     * one does not converge; other errors through sp_error as everywhere. */
+     * the upper triangle, row-major i <= j, is read; destroyed), into w + i n. SP_ERR_NUMERIC (one
+     * line naming the matrix) when one does not converge; other errors through sp_error as everywhere. */
     sp_status (*sym_eigvals)(int n, int count, double *a, double *w);
     /* Singular values, descending, of `count` row-major m x n matrices at a + i m n (destroyed),
      * into s + i min(m, n). */

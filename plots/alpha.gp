@@ -11,8 +11,6 @@ set multiplot layout n_rows, n_cols title "power-law exponent alpha of the weigh
 band = 'set object 1 rectangle from graph 0, first alpha_low to graph 1, first alpha_high behind fc rgb "#e6f2e6" fs solid noborder'
 x_step = n_blocks <= 12 ? 1 : nice_step(n_blocks - 1, 6)
 do for [f = 1:n_facets] {
-    facet_runs = 0
-    do for [i = 1:n_runs] { facet_runs = facet_runs + (run_facet[i] == f) }
     @band
     set border 3
     set xtics x_step

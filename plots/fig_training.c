@@ -307,8 +307,7 @@ typedef struct {
     int variant, init, d_model;
     double lr;
     int first; /* series index of its first run */
-    int color; /* the group's number: a colour per group (its runs' colours may repeat across facets) */
-} depth_group;
+} depth_group; /* group g is drawn in colour g + 1 (its runs' colours may repeat across facets) */
 
 static int group_of(depth_group *groups, int *n_groups, const sp_plot_series *s, int index)
 {
@@ -316,7 +315,7 @@ static int group_of(depth_group *groups, int *n_groups, const sp_plot_series *s,
         if (groups[g].variant == s->cfg.variant && groups[g].init == s->cfg.init &&
             groups[g].d_model == s->cfg.d_model && (groups[g].lr == s->lr || (isnan(groups[g].lr) && isnan(s->lr))))
             return g;
-    groups[*n_groups] = (depth_group){s->cfg.variant, s->cfg.init, s->cfg.d_model, s->lr, index, *n_groups + 1};
+    groups[*n_groups] = (depth_group){s->cfg.variant, s->cfg.init, s->cfg.d_model, s->lr, index};
     return (*n_groups)++;
 }
 
@@ -410,7 +409,7 @@ static void write_depth(sp_plot_ctx *c, depth_plan *d, int by_val, int *n_diverg
     for (int i = 0; i < c->in->n; i++)
         if (d->group[i] >= 0 && d->diverged[i]) {
             const sp_plot_series *s = &c->in->items[i];
-            const double row[3] = {s->cfg.n_layers, last_finite_loss(&s->log), d->groups[d->group[i]].color};
+            const double row[3] = {s->cfg.n_layers, last_finite_loss(&s->log), d->group[i] + 1};
             sp_plot_row_labelled(c, 3, row, s->short_name);
         }
 }
@@ -433,7 +432,7 @@ static void write_depth_vars(sp_plot_ctx *c, const depth_plan *d, int by_val, in
             snprintf(titles[g], sizeof titles[g], "%s, d=%d, %s init, lr %g", sp_variant_names[gr->variant], gr->d_model,
                      sp_init_names[gr->init], gr->lr);
             ptrs[g] = titles[g];
-            colors[g] = gr->color;
+            colors[g] = g + 1;
             longest = strlen(titles[g]) > longest ? strlen(titles[g]) : longest;
         }
         /* the key sits right of the plot (plots/depth.gp): the canvas widens to keep the plot's width */

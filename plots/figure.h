@@ -31,8 +31,7 @@ typedef struct {
     char left_out[1024];
     int n_left_out;            /* runs left out; left_out names the first few */
     int min_width, min_height; /* the canvas a grid of panels needs (pixels; 0: any) */
-    int key_panel_rows;        /* > 0: rows of panels above a key naming every run (plots/panels.gp) */
-    int n_panels, has_bars;    /* the `panels` template's layout (sp_plot_var_panels) */
+    int n_panels, has_bars;    /* the `panels` template's layout (sp_plot_var_panels; 0 panels: another template) */
     int kind_panels;           /* > 0: a grid of this many panels, each drawing every run (alpha.gp) */
     int n_facets;              /* panels per quantity, one per variant among the runs (plots/series.h) */
     int facet_most_runs;       /* the most runs one facet holds */
@@ -105,6 +104,11 @@ void sp_plot_var_grid(sp_plot_ctx *c, int n);
 void sp_plot_var_kind_grid(sp_plot_ctx *c, int n);
 /* Pixels a key entry takes: its sample and a title of title_len characters at the key's font. */
 double sp_plot_key_entry_px(size_t title_len);
+/* The longest key entry among the figure's runs (characters; after sp_plot_write_runs). */
+size_t sp_plot_longest_key(const sp_plot_ctx *c);
+/* Rows of panels above the key of a `panels` figure (a row per quantity where they are stacked:
+ * bar charts or facets); 0 for the other templates, whose keys lie inside their panels. */
+int sp_plot_key_panel_rows(const sp_plot_ctx *c);
 
 /* One panel of the `panels` template. Columns are 1-based data-file columns; x is column 1.
  * Blocks are offsets within a run's blocks_per_run. */

@@ -91,14 +91,23 @@ static void lay_out_facets(sp_plot_ctx *c)
         return;
     }
     /* panels.gp: a row per quantity, a column per facet, each as wide as its key below it */
+    const double column = fmax(SP_PLOT_MIN_PANEL_WIDTH, sp_plot_key_entry_px(sp_plot_longest_key(c)));
+    c->min_width = (int)(c->n_facets * column / (c->has_bars ? 0.7 : 1.0));
+}
+
+size_t sp_plot_longest_key(const sp_plot_ctx *c)
+{
     size_t longest = 1;
     for (int k = 0; k < c->n_runs; k++) {
         const size_t len = strlen(run_key(c, &c->in->items[c->runs[k]]));
         longest = len > longest ? len : longest;
     }
-    const double column = fmax(SP_PLOT_MIN_PANEL_WIDTH, sp_plot_key_entry_px(longest));
-    c->key_panel_rows = c->n_panels;
-    c->min_width = (int)(c->n_facets * column / (c->has_bars ? 0.7 : 1.0));
+    return longest;
+}
+
+int sp_plot_key_panel_rows(const sp_plot_ctx *c)
+{
+    return c->n_panels == 0 ? 0 : c->has_bars || c->n_facets > 1 ? c->n_panels : 1;
 }
 
 void sp_plot_write_runs(sp_plot_ctx *c)
@@ -253,7 +262,6 @@ double sp_plot_key_entry_px(size_t title_len) { return 6.5 * (double)title_len +
 void sp_plot_var_panels(sp_plot_ctx *c, const char *title, int blocks_per_run, int has_bars, int n,
                         const sp_plot_panel *panels)
 {
-    c->key_panel_rows = has_bars ? n : 1;
     c->n_panels = n;
     c->has_bars = has_bars;
     sp_plot_var_str(c, "figure_title", title);

@@ -84,13 +84,8 @@ static void key_layout(const sp_plot_ctx *c, int width, int *cols, int *rows)
         *rows = c->facet_most_runs;
         return;
     }
-    size_t longest = 1;
-    for (int k = 0; k < c->n_runs; k++) {
-        const size_t len = strlen(c->in->items[c->runs[k]].title);
-        longest = len > longest ? len : longest;
-    }
     const int n = c->n_runs > 0 ? c->n_runs : 1;
-    *cols = (int)(0.95 * width / sp_plot_key_entry_px(longest));
+    *cols = (int)(0.95 * width / sp_plot_key_entry_px(sp_plot_longest_key(c)));
     *cols = *cols < 1 ? 1 : *cols > n ? n : *cols;
     *rows = (n + *cols - 1) / *cols;
 }
@@ -109,12 +104,13 @@ static sp_status compose_script(const sp_plot_figure *fig, const sp_plot_ctx *c,
     const int grow = !opt->fixed_size;
     const int width = grow && c->min_width > opt->width ? c->min_width : opt->width;
     int height = grow && c->min_height > opt->height ? c->min_height : opt->height;
-    if (c->key_panel_rows > 0) {
+    const int panel_rows = sp_plot_key_panel_rows(c);
+    if (panel_rows > 0) {
         int key_cols, key_rows;
         key_layout(c, width, &key_cols, &key_rows);
         sp_text_printf(script, "key_cols = %d\nkey_rows = %d\n", key_cols, key_rows);
         /* the panels keep their least height above the key, however many runs it names */
-        const int need = c->key_panel_rows * SP_PLOT_MIN_PANEL_HEIGHT + KEY_TOP_PX + KEY_ROW_PX * key_rows + 8;
+        const int need = panel_rows * SP_PLOT_MIN_PANEL_HEIGHT + KEY_TOP_PX + KEY_ROW_PX * key_rows + 8;
         height = grow && need > height ? need : height;
     }
     sp_text_printf(script, "width = %d\nheight = %d\nout_base = \"%s\"\ndatafile = \"%s.dat\"\n", width, height,
