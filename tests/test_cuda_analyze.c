@@ -160,79 +160,91 @@ static void expect_metrics_agree(const char *who, const char *ref_path, const ch
     report_view_close(&cuda);
 }
 
-/* The three reports of one checkpoint, both comparisons through the CLI, the direct checks. */
-static void check_variant(const char *variant, const char *const *model_args)
+/* The three reports of one checkpoint, both comparisons through the CLI, the direct checks; `label`
+ * names the files and the failures. */
+static void check_variant(const char *label, const char *variant, const char *const *model_args)
 {
     require_fp32_gpu();
     char name[64], ckpt[4200], tokens[4200], cpu[4200], cuda[4200], f64[4200];
     const char *init_args[32] = {"--variant", variant};
     int n = 2;
-    for (int i = 0; model_args[i]; i++)
-        init_args[n++] = model_args[i];
+    /* The common shape first: an option a test names again comes later and wins. */
     const char *const common[] = {MODEL_ARGS, "--seed", "5", NULL};
     for (int i = 0; common[i]; i++)
         init_args[n++] = common[i];
+    for (int i = 0; model_args[i]; i++)
+        init_args[n++] = model_args[i];
     init_args[n] = NULL;
-    snprintf(name, sizeof name, "%s.h5", variant);
+    snprintf(name, sizeof name, "%s.h5", label);
     analyze_cli_init(name, init_args, ckpt, sizeof ckpt);
     analyze_cli_tokens("tokens.txt", 1200, 64, 9, tokens, sizeof tokens);
     const char *const opts[] = {ANALYZE_ARGS, NULL};
-    snprintf(name, sizeof name, "%s_cpu.h5", variant);
+    snprintf(name, sizeof name, "%s_cpu.h5", label);
     analyze_cli_run(NULL, ckpt, tokens, "cpu", opts, name, cpu, sizeof cpu);
-    snprintf(name, sizeof name, "%s_cuda.h5", variant);
+    snprintf(name, sizeof name, "%s_cuda.h5", label);
     analyze_cli_run(NULL, ckpt, tokens, "cuda", opts, name, cuda, sizeof cuda);
-    snprintf(name, sizeof name, "%s_f64.h5", variant);
+    snprintf(name, sizeof name, "%s_f64.h5", label);
     analyze_cli_run(analyze_cli_f64_bin(), ckpt, tokens, "cpu", opts, name, f64, sizeof f64);
 
     cli_expect_exit(0, (const char *[]){"compare", cpu, cuda, "--quiet", NULL}, NULL, NULL);
     cli_expect_exit(0, (const char *[]){"compare", f64, cuda, "--quiet", NULL}, NULL, NULL);
     char who[96];
-    snprintf(who, sizeof who, "%s, fp32 CPU vs CUDA", variant);
+    snprintf(who, sizeof who, "%s, fp32 CPU vs CUDA", label);
     expect_metrics_agree(who, cpu, cuda);
-    snprintf(who, sizeof who, "%s, fp64 CPU vs CUDA", variant);
+    snprintf(who, sizeof who, "%s, fp64 CPU vs CUDA", label);
     expect_metrics_agree(who, f64, cuda);
 }
 
 static void test_pre(void **state)
 {
     (void)state;
-    check_variant("pre", (const char *const[]){"--tie-embeddings", "true", NULL});
+    check_variant("pre", "pre", (const char *const[]){"--tie-embeddings", "true", NULL});
+}
+
+/* d_ff 320: the FFN covariances in three bands of SP_MOMENTS_BAND rows (128, 128, 64), the GPU's
+ * products on sub-blocks at offsets (analyzers/moments.c). */
+static void test_pre_ffn_bands(void **state)
+{
+    (void)state;
+    check_variant("pre_ffn_bands", "pre", (const char *const[]){"--d-ff", "320", NULL});
 }
 
 static void test_post(void **state)
 {
     (void)state;
-    check_variant("post", (const char *const[]){NULL});
+    check_variant("post", "post", (const char *const[]){NULL});
 }
 
 static void test_span_rmsnorm_swiglu_rope(void **state)
 {
     (void)state;
-    check_variant("span", (const char *const[]){"--norm", "rmsnorm", "--ffn", "swiglu", "--pos", "rope", NULL});
+    check_variant("span", "span",
+                  (const char *const[]){"--norm", "rmsnorm", "--ffn", "swiglu", "--pos", "rope", NULL});
 }
 
 static void test_siamese(void **state)
 {
     (void)state;
-    check_variant("siamese", (const char *const[]){"--norm", "rmsnorm", NULL});
+    check_variant("siamese", "siamese", (const char *const[]){"--norm", "rmsnorm", NULL});
 }
 
 static void test_mixln_swiglu(void **state)
 {
     (void)state;
-    check_variant("mixln", (const char *const[]){"--ffn", "swiglu", NULL});
+    check_variant("mixln", "mixln", (const char *const[]){"--ffn", "swiglu", NULL});
 }
 
 static void test_olmo2_rope(void **state)
 {
     (void)state;
-    check_variant("olmo2", (const char *const[]){"--norm", "rmsnorm", "--ffn", "swiglu", "--pos", "rope", NULL});
+    check_variant("olmo2", "olmo2",
+                  (const char *const[]){"--norm", "rmsnorm", "--ffn", "swiglu", "--pos", "rope", NULL});
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pre),          cmocka_unit_test(test_post),
+        cmocka_unit_test(test_pre),          cmocka_unit_test(test_pre_ffn_bands), cmocka_unit_test(test_post),
         cmocka_unit_test(test_span_rmsnorm_swiglu_rope), cmocka_unit_test(test_siamese),
         cmocka_unit_test(test_mixln_swiglu), cmocka_unit_test(test_olmo2_rope),
     };
