@@ -215,13 +215,13 @@ def powerlaw_alpha(evals):
     n = x.shape[0]
     logs = x.log()
     tail_sum = logs.flip(0).cumsum(0).flip(0)  # sum_{j >= i} ln x_j
-    counts = torch.arange(n, 0, -1, dtype=x.dtype)
+    counts = torch.arange(n, 0, -1, dtype=x.dtype, device=x.device)
     best = (float("inf"), None, None)
     for i in range(n - 1):
         alpha = 1 + counts[i] / (tail_sum[i] - counts[i] * logs[i])
         tail = x[i:]
         cdf = 1 - (tail / x[i]).pow(1 - alpha)
-        d = (cdf - torch.arange(tail.shape[0], dtype=x.dtype) / tail.shape[0]).abs().max().item() if alpha > 1 else 1
+        d = (cdf - torch.arange(tail.shape[0], dtype=x.dtype, device=x.device) / tail.shape[0]).abs().max().item() if alpha > 1 else 1
         if d < best[0]:
             best = (d, alpha.item(), x[i].item())
     return best[1], best[2], best[0]
@@ -271,20 +271,21 @@ def attention(model, qs, ks):
     """Per layer and head: entropy, normalized entropy, sink mass, distance, max score; head cosines.
     qs, ks: the outputs of W_Q and W_K of every block and batch, as collect's hooks kept them."""
     L, H = len(model.blocks), model.blocks[0].n_heads
-    sums = torch.zeros(L, 5, H, dtype=torch.float64)
+    dev = qs[0].device
+    sums = torch.zeros(L, 5, H, dtype=torch.float64, device=dev)
     sums[:, 4] = float("-inf")
-    cos = torch.zeros(L, H, H, dtype=torch.float64)
+    cos = torch.zeros(L, H, H, dtype=torch.float64, device=dev)
     for i, (q, k) in enumerate(zip(qs, ks)):
         l = i % L
         b, t, d = q.shape
         hd = d // H
         q, k = (z.view(b, t, H, hd).transpose(1, 2) for z in (q, k))
         scores = (q @ k.transpose(-2, -1)) / hd ** 0.5
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+        mask = torch.ones(t, t, dtype=torch.bool, device=dev).triu(1)
         scores = scores.masked_fill(mask, float("-inf"))
         p = F.softmax(scores.double(), dim=-1)
         ent = -(p * p.clamp_min(1e-300).log()).sum(-1)  # [b, H, t]
-        pos = torch.arange(t, dtype=torch.float64)
+        pos = torch.arange(t, dtype=torch.float64, device=dev)
         visible = pos + 1
         sums[l, 0] += ent.sum(dim=(0, 2))
         sums[l, 1] += (ent[..., 1:] / visible[1:].log()).sum(dim=(0, 2))

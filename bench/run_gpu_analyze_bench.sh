@@ -40,6 +40,10 @@
 #     Jacobian sequence, 1 token-local position) exercises every analyzer and every CUDA code path
 #     with the same model; each run is bounded by RUN_TIMEOUT like the others.
 #
+# ALONE=0 leaves out the runs of each analyzer alone (step 4's second half; the 'alone' column is
+# then empty), AGREE=0 the agreement step (6; its fp64 side took 97 s on 16 cores on 2026-11-28):
+# for a short device slot where those already ran on the same tree.
+#
 # Smaller configurations and a CPU dry run (the parsing and the table, no GPU):
 #   DEVICE=cpu N_LAYERS=2 D_MODEL=32 N_HEADS=2 D_FF=64 SEQ=64 JAC_SEQ=16 POWER_ITERS=5 \
 #     BUILD=build bench/run_gpu_analyze_bench.sh
@@ -52,6 +56,7 @@ SEQ=${SEQ:-1024} N_SEQS=${N_SEQS:-8} BATCH=${BATCH:-8} VARIANTS=${VARIANTS:-pre 
 JAC_SEQ=${JAC_SEQ:-$SEQ} JAC_TOKENS=${JAC_TOKENS:-4} POWER_ITERS=${POWER_ITERS:-20} TOPK=${TOPK:-8}
 JAC_CHUNK=${JAC_CHUNK:-8} ROUNDS=${ROUNDS:-1} RUN_TIMEOUT=${RUN_TIMEOUT:-150} THREADS=${THREADS:-$(nproc)}
 REF_OPTS=${REF_OPTS:---n-tokens 512 --seq-len 256 --batch 2 --jac-seq 8 --jac-tokens 1}
+ALONE=${ALONE:-1} AGREE=${AGREE:-1}
 bin="$build/spanprobe"
 [ -x "$bin" ] || { echo "run_gpu_analyze_bench: $bin: not found (build first: make BUILD=$build)" >&2; exit 2; }
 py=python3
@@ -139,7 +144,7 @@ for variant in $VARIANTS; do
     echo "$variant: spanprobe, the full analysis and each analyzer alone" | tee -a "$log"
     # shellcheck disable=SC2086
     run "sp_${variant}_full" "$bin" analyze "$work/$variant.h5" --out "$work/sp_${variant}_full.h5" --device "$device" $opts
-    for an in $analyzers; do
+    [ "$ALONE" = 0 ] || for an in $analyzers; do
         # shellcheck disable=SC2086
         run "sp_${variant}_$an" "$bin" analyze "$work/$variant.h5" --out "$work/sp_${variant}_$an.h5" \
             --device "$device" --metrics "$an" $opts
@@ -155,7 +160,9 @@ for f in "$work"/*.json; do [ ! -e "$f" ] || cp "$f" "$raw/$(basename "$f" .json
 
 # Agreement with the fp64 CPU reference, on the reduced set REF_OPTS.
 ref_note=""
-if [ ! -x "$build/spanprobe-f64" ]; then
+if [ "$AGREE" = 0 ]; then
+    ref_note="left out (AGREE=0)"
+elif [ ! -x "$build/spanprobe-f64" ]; then
     ref_note="skipped: $build/spanprobe-f64 is absent (the fp64 CLI; make BUILD=$build builds it where the Makefile has it)"
 elif ! "$bin" compare --help >/dev/null 2>&1; then
     ref_note="skipped: this spanprobe has no compare command"
