@@ -20,10 +20,14 @@ static double attention_flops(const sp_config *cfg, int T)
     return sp_config_n_streams(cfg) * 4.0 * T * sp_config_q_dim(cfg);
 }
 
+static double head_flops(const sp_config *cfg)
+{
+    return 2.0 * cfg->d_model * cfg->vocab_size * sp_config_n_streams(cfg);
+}
+
 double sp_cost_forward(const sp_config *cfg, int T)
 {
-    const double head = 2.0 * cfg->d_model * cfg->vocab_size * sp_config_n_streams(cfg);
-    return cfg->n_layers * (block_weight_flops(cfg) + attention_flops(cfg, T)) + head;
+    return cfg->n_layers * (block_weight_flops(cfg) + attention_flops(cfg, T)) + head_flops(cfg);
 }
 
 double sp_cost_stream(const sp_config *cfg, int T)
@@ -46,11 +50,14 @@ double sp_cost_jacobian_iter(const sp_config *cfg, int jac_seq, int topk)
     return 3 * blocks * apply;
 }
 
-/* 1 + L + floor(L / 2) losses: the base, each block skipped, the last k blocks dropped. */
+/* The base pass, then from its layer outputs (analyzers/pruning.c) the blocks after each skipped one
+ * (L (L - 1) / 2 blocks) and the head for each of the L + floor(L / 2) variants. */
 double sp_cost_pruning_seq(const sp_config *cfg, int T)
 {
-    const int losses = 1 + cfg->n_layers + cfg->n_layers / 2;
-    return losses * (double)T * sp_cost_forward(cfg, T);
+    const double L = cfg->n_layers, blocks = L * (L - 1) / 2, heads = L + cfg->n_layers / 2;
+    const double per_token = sp_cost_forward(cfg, T) + blocks * (block_weight_flops(cfg) + attention_flops(cfg, T)) +
+                             heads * head_flops(cfg);
+    return per_token * T;
 }
 
 void sp_analyze_options_auto(sp_analyze_options *o)

@@ -56,24 +56,20 @@ sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int
     return SP_OK;
 }
 
-sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss)
+sp_status sp_eval_passes(const sp_analysis *a, int n_seqs, sp_eval_visit visit, void *ctx)
 {
     const int step = pass_seqs(a);
     int pass, end; /* this MPI rank's passes (analyzers/ranks.h): all of them alone */
     sp_analysis_share(a, (n_seqs + step - 1) / step, &pass, &end);
-    double sums[2] = {0, 0}, *sum = &sums[0], *count = &sums[1];
-    for (; pass < end; pass++) {
+    for (sp_eval_pass p = {.n_passes = end - pass}; pass < end; pass++, p.index++) {
         const int first = pass * step, n = n_seqs - first < step ? n_seqs - first : step;
-        const double pass_count = count_targets(a, first, n);
-        if (pass_count == 0)
+        p.count = count_targets(a, first, n);
+        if (p.count == 0)
             continue;
-        double pass_loss;
-        SP_TRY(forward_seqs(a, first, n, &pass_loss));
-        *sum += pass_loss * pass_count;
-        *count += pass_count;
+        SP_TRY(forward_seqs(a, first, n, &p.loss));
+        p.targets = a->targets + (size_t)first * (size_t)a->seq_len;
+        SP_TRY(visit(a, &p, ctx));
     }
-    SP_TRY(sp_analysis_sum(a, sums, 2));
-    *loss = *sum / *count;
     return SP_OK;
 }
 

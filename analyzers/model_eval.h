@@ -16,9 +16,20 @@ int sp_eval_n_batches(const sp_analysis *a);
 /* weight x the gradient of batch b's mean loss, into the model's parameter gradients (added to them
  * when accumulate is set, else replacing them); *loss gets the batch's mean loss. */
 sp_status sp_eval_batch_gradient(const sp_analysis *a, int b, double weight, int accumulate, double *loss);
-/* The token-weighted mean loss over the first n_seqs sequences, in passes of batch sequences; over
- * MPI ranks each takes its share of the passes and the sums are added up (a collective). */
-sp_status sp_eval_mean_loss(const sp_analysis *a, int n_seqs, double *loss);
+/* One forward pass of sp_eval_passes, just run: its rows' host targets, mean loss and counted
+ * targets, and its place among this rank's passes. */
+typedef struct {
+    const int32_t *targets;
+    double loss, count;
+    int index, n_passes;
+} sp_eval_pass;
+typedef sp_status (*sp_eval_visit)(const sp_analysis *a, const sp_eval_pass *pass, void *ctx);
+/* The forward passes (with targets) over the first n_seqs sequences, at most model_batch sequences
+ * each, `visit` after each while its activations stand; a pass without a counted target is not
+ * run. Over MPI ranks each runs its share of the passes (analyzers/ranks.h): the callers sum what
+ * they gather (sp_analysis_sum, a collective), so a token-weighted mean over the sequences is the
+ * sum of loss * count over the passes divided by the sum of count. */
+sp_status sp_eval_passes(const sp_analysis *a, int n_seqs, sp_eval_visit visit, void *ctx);
 
 /* The most copies (1..want) of a seq_len-token sequence whose forward + backward activations fit
  * in half of the --max-memory-gib budget (sp_model_activation_bytes); 0 when not even one does.

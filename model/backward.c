@@ -128,7 +128,8 @@ sp_status sp_model_backward(sp_model *m) { return sp_model_backward_weighted(m, 
 sp_status sp_model_backward_weighted(sp_model *m, double weight, int accumulate)
 {
     if (!m->has_loss)
-        return sp_error(SP_ERR_USAGE, "sp_model_backward: the last forward pass had no targets (no loss to differentiate)");
+        return sp_error(SP_ERR_USAGE, "sp_model_backward: no loss to differentiate (the last forward pass had "
+                                      "no targets, or sp_model_loss_from has run since)");
     const sp_backend *be = m->be;
     const sp_config *cfg = &m->cfg;
     const int rows = m->rows, d = cfg->d_model;

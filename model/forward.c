@@ -92,6 +92,12 @@ void sp_output_fwd(sp_model *m, int rows, const sp_real *const *x, const sp_out_
         m->be->softcap_fwd((size_t)rows * (size_t)m->cfg.vocab_size, m->cfg.final_softcap, logits, logits);
 }
 
+/* The forward pass's own buffers of the output path. */
+static sp_out_bufs top_out_bufs(const sp_top_state *t)
+{
+    return (sp_out_bufs){t->fin_x, t->fin_y, t->fin_sum, t->hf, t->fin_x_norm, t->fin_y_norm, t->fin_norm};
+}
+
 /* Mean cross-entropy over the counted targets. */
 static sp_status loss_fwd(sp_model *m, const int32_t *targets, double *loss)
 {
@@ -144,7 +150,7 @@ sp_status sp_model_forward(sp_model *m, const int32_t *tokens, const int32_t *ta
         run_block(m, l);
     const int last = cfg->n_layers - 1, *out = m->blocks[last].recipe->out_slots;
     const sp_real *const x[2] = {m->state[last].slot[out[0]], out[1] >= 0 ? m->state[last].slot[out[1]] : NULL};
-    const sp_out_bufs bufs = {t->fin_x, t->fin_y, t->fin_sum, t->hf, t->fin_x_norm, t->fin_y_norm, t->fin_norm};
+    const sp_out_bufs bufs = top_out_bufs(t);
     sp_output_fwd(m, m->rows, x, &bufs, t->logits);
     if (targets)
         SP_TRY(loss_fwd(m, targets, loss));
@@ -184,4 +190,26 @@ sp_status sp_model_probe_run(sp_model *m, int l, const char *who, void (*run)(sp
 sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out)
 {
     return sp_model_probe_run(m, l, "sp_model_block_apply", sp_block_forward, x_in, x_out);
+}
+
+sp_status sp_model_loss_from(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *scratch,
+                             const int32_t *targets, double *loss)
+{
+    if (m->rows == 0)
+        return sp_error(SP_ERR_USAGE, "sp_model_loss_from: no forward pass has run");
+    if (l < 0 || l > m->cfg.n_layers)
+        return sp_error(SP_ERR_USAGE, "sp_model_loss_from: block %d is outside 0..%d", l, m->cfg.n_layers);
+    const sp_real *const *x = x_in;
+    for (int j = l; j < m->cfg.n_layers; j++) { /* the probe copies its inputs in first: scratch in place */
+        SP_TRY(sp_model_probe_run(m, j, "sp_model_loss_from", sp_block_forward, x, scratch));
+        x = (const sp_real *const *)scratch;
+    }
+    sp_top_state *t = &m->top;
+    const sp_out_bufs bufs = top_out_bufs(t);
+    sp_output_fwd(m, m->rows, x, &bufs, t->logits);
+    const sp_status st = loss_fwd(m, targets, loss);
+    m->has_loss = 0; /* logits and loss no longer those of the pass's activations */
+    m->has_grads = 0;
+    SP_TRY(st);
+    return sp_model_sync(m);
 }

@@ -103,7 +103,8 @@ sp_status sp_model_hvp(sp_model *m, int l, const sp_real *v, sp_real *hv)
 {
     SP_TRY(sp_model_check_block(m, l, "sp_model_hvp"));
     if (!m->has_loss)
-        return sp_error(SP_ERR_USAGE, "sp_model_hvp: the last forward pass had no targets (no loss to differentiate)");
+        return sp_error(SP_ERR_USAGE, "sp_model_hvp: no loss to differentiate (the last forward pass had "
+                                      "no targets, or sp_model_loss_from has run since)");
     for (int k = 0; k < m->cfg.n_layers; k++)
         if (sp_model_block_skipped(m, k))
             return sp_error(SP_ERR_USAGE, "sp_model_hvp: block %d is skipped (the Hessian is of the full model)", k);

@@ -104,6 +104,15 @@ sp_status sp_model_block_jvp_at(sp_model *m, int l, int t, int k, const sp_real 
 /* Evaluates block l on arbitrary inputs of the last forward pass's shape, leaving the saved
  * activations untouched (finite-difference references, what-if probes). */
 sp_status sp_model_block_apply(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *x_out);
+/* The mean loss (over the counted targets, host `targets` of the pass's rows) the last forward pass
+ * would have had if block l's input streams had been x_in: blocks l..L-1 (a skipped one the
+ * identity) on the probe state, each writing `scratch` (n_streams backend [rows, d_model]; it may
+ * not be x_in), then the output path and the cross-entropy; l = n_layers decodes x_in itself. The
+ * blocks' saved activations stay, so a model's layer outputs can start one probe after another
+ * (layer pruning: blocks before the change are not run again); the pass's logits and loss become
+ * this call's, and no backward or HVP pass may follow until the next forward pass. */
+sp_status sp_model_loss_from(sp_model *m, int l, const sp_real *const *x_in, sp_real *const *scratch,
+                             const int32_t *targets, double *loss);
 
 /* ---- the output path on any hidden state, for the logit lens (model/decode.c) ----
  * A decoder applies to streams h (n_streams pointers to [rows, d_model], backend memory; rows <=

@@ -70,7 +70,7 @@ static void test_large_models_scale_down(void **state)
 {
     (void)state;
     sp_config gpt2 = shape(12, 768, 12, 12, 3072, 50257, SP_FFN_GELU);
-    expect(resolve_auto(&gpt2, 256), (scaled){2560, 25, 16, 1});
+    expect(resolve_auto(&gpt2, 256), (scaled){2560, 25, 16, 2});
     sp_config smollm2 = shape(30, 576, 9, 3, 1536, 49152, SP_FFN_SWIGLU);
     smollm2.tie_embeddings = 1;
     expect(resolve_auto(&smollm2, 256), (scaled){2048, 13, 16, 1});

@@ -6,6 +6,9 @@
  *   along a random direction of every parameter (relative error < 1e-6, the tolerance of
  *   test_model_grad_f64), and the skipped block's parameters get exactly zero gradient;
  * - block_jvp, block_jvp_at, block_vjp and block_apply of a skipped block are the identity (bit for bit);
+ * - sp_model_loss_from (layer pruning's probes): from h_0 through every block, and h_L decoded, give
+ *   the pass's loss, and blocks l+1.. on h_l the loss with block l skipped, bit for bit; no backward
+ *   pass follows it;
  * - a block index outside the model is SP_ERR_USAGE. */
 #include <math.h>
 #include <setjmp.h>
@@ -180,6 +183,44 @@ static void check_block_functions(problem *p, sp_rng *rng)
     }
 }
 
+/* The pass's own layer outputs as starting points: the same operations as whole passes. */
+static void check_loss_from(problem *p)
+{
+    const sp_config *cfg = sp_model_config(p->m);
+    const int n_streams = sp_config_n_streams(cfg), L = cfg->n_layers;
+    const sp_backend *be = sp_model_backend(p->m);
+    sp_real *scratch[2] = {NULL, NULL};
+    for (int s = 0; s < n_streams; s++)
+        scratch[s] = be->alloc(stream_len(p) * sizeof(sp_real), "test scratch");
+    for (int l = -1; l < L; l++) { /* l = -1: no block skipped */
+        double want = NAN, got = NAN;
+        if (l >= 0)
+            assert_int_equal(sp_model_set_block_skip(p->m, l, 1), SP_OK);
+        want = loss_of(p);
+        if (l >= 0)
+            assert_int_equal(sp_model_set_block_skip(p->m, l, 0), SP_OK);
+        const double base = loss_of(p);
+        const sp_real *h[2] = {NULL, NULL};
+        for (int s = 0; s < n_streams; s++)
+            h[s] = sp_model_hidden(p->m, l < 0 ? 0 : l, s);
+        assert_int_equal(sp_model_loss_from(p->m, l + 1, h, scratch, p->targets, &got), SP_OK);
+        assert_true(got == want);
+        if (l < 0) { /* h_L decoded is the pass itself */
+            for (int s = 0; s < n_streams; s++)
+                h[s] = sp_model_hidden(p->m, L, s);
+            assert_int_equal(sp_model_loss_from(p->m, L, h, scratch, p->targets, &got), SP_OK);
+            assert_true(got == base);
+        }
+        sp_error_clear();
+        assert_int_equal(sp_model_backward(p->m), SP_ERR_USAGE);
+    }
+    sp_error_clear();
+    assert_int_equal(sp_model_loss_from(p->m, L + 1, (const sp_real *const[]){NULL, NULL}, scratch, p->targets, NULL),
+                     SP_ERR_USAGE);
+    for (int s = 0; s < n_streams; s++)
+        be->free(scratch[s]);
+}
+
 static void test_skip_every_variant(void **state)
 {
     (void)state;
@@ -191,6 +232,7 @@ static void test_skip_every_variant(void **state)
         check_forward(&p, v);
         check_backward(&p, v, &rng);
         check_block_functions(&p, &rng);
+        check_loss_from(&p);
         sp_model_free(p.m);
     }
 }
