@@ -149,6 +149,8 @@ typedef struct {
 
 static sp_status buf_put(buf *b, const char *s, size_t n)
 {
+    if (n == 0) /* an empty token's buffer may not exist yet: no offset into NULL */
+        return SP_OK;
     SP_TRY(sp_grow((void **)&b->p, &b->cap, b->len + n, 1, "the decoded vocabulary"));
     memcpy(b->p + b->len, s, n);
     b->len += n;

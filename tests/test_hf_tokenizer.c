@@ -247,6 +247,33 @@ static const bad_case config_add_without_bos = {"\"merges\"", "\"merges\"", "{\"
 static const bad_case config_not_json = {"\"merges\"", "\"merges\"", "{\"add_bos_token\": tru", 0,
                                          {"not valid JSON"}};
 
+/* No token has id 0: its empty string goes through the decoder chain (an empty buffer never
+ * allocated; UBSan's find in the fuzzer, 2026-11-28) and decodes to nothing. */
+static void test_gap_at_id_zero(void **state)
+{
+    (void)state;
+    char *text = edited("\"added_tokens\":[{\"id\":0,\"content\":\"<s>\",\"single_word\":false,\"lstrip\":false,"
+                        "\"rstrip\":false,\"normalized\":false,\"special\":true}]",
+                        "\"added_tokens\":[]");
+    char *gap = strstr(text, "\"<s>\":0,");
+    assert_non_null(gap);
+    memmove(gap, gap + strlen("\"<s>\":0,"), strlen(gap + strlen("\"<s>\":0,")) + 1);
+    char json[4200];
+    scratch_path(json, sizeof json, "gap_tokenizer.json");
+    assert_int_equal(scratch_write_file(json, text, strlen(text)), 0);
+    free(text);
+    sp_tokenizer t;
+    sp_error_clear();
+    if (sp_tokenizer_load_hf(json, NULL, 0, &t) != SP_OK)
+        fail_msg("%s", sp_error_message());
+    assert_int_equal(t.vocab_size, 4);
+    char buf[16];
+    assert_int_equal(sp_tokenizer_decode(&t, -1, 0, buf, sizeof buf), 0);
+    assert_int_equal(sp_tokenizer_decode(&t, -1, 3, buf, sizeof buf), 2);
+    assert_memory_equal(buf, "ab", 2);
+    sp_tokenizer_free(&t);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -343,7 +370,7 @@ int main(void)
         BAD(config_unknown_bos),
         BAD(config_add_without_bos),
         BAD(config_not_json),
-        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_missing_file), cmocka_unit_test(test_gap_at_id_zero),
         cmocka_unit_test(test_checkpoint_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
