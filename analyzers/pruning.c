@@ -31,21 +31,22 @@ typedef struct {
 typedef struct {
     int L, K;
     double *sums;       /* [2 + L + K] */
-    sp_real *scratch[2]; /* backend [scratch_rows, d_model] per stream */
+    sp_real **scratch;   /* [n_streams] backend [scratch_rows, d_model] */
     int scratch_rows;
     sp_progress progress;
 } prune_passes;
 
+/* The scratch streams for rows (the first pass is the widest; grown should one not be). */
 static sp_status ensure_scratch(const sp_analysis *a, prune_passes *pp, int rows)
 {
     if (rows <= pp->scratch_rows)
         return SP_OK;
-    sp_dev_bufs_release(a->be, pp->scratch, 2);
-    pp->scratch[0] = pp->scratch[1] = NULL;
+    sp_dev_bufs_free(a->be, pp->scratch, a->n_streams);
     pp->scratch_rows = 0;
-    for (int k = 0; k < a->n_streams; k++)
-        if (!(pp->scratch[k] = a->be->alloc((size_t)rows * (size_t)a->d_model * sizeof(sp_real), "pruning scratch")))
-            return SP_ERR_NOMEM;
+    pp->scratch = sp_dev_bufs_alloc(a->be, a->n_streams, (size_t)rows * (size_t)a->d_model * sizeof(sp_real),
+                                    "pruning scratch");
+    if (!pp->scratch)
+        return SP_ERR_NOMEM;
     pp->scratch_rows = rows;
     return SP_OK;
 }
@@ -80,7 +81,7 @@ static sp_status measure(const sp_analysis *a, prune_result *p)
     sp_progress_start(&pp.progress, NAME, a->quiet);
     sp_status st = sp_eval_passes(a, p->n_seqs, visit_pass, &pp);
     sp_progress_end(&pp.progress);
-    sp_dev_bufs_release(a->be, pp.scratch, 2);
+    sp_dev_bufs_free(a->be, pp.scratch, a->n_streams);
     if (st == SP_OK)
         st = sp_analysis_sum(a, pp.sums, 2 + (size_t)p->L + (size_t)p->K);
     if (st == SP_OK) {

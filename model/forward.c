@@ -209,7 +209,6 @@ sp_status sp_model_loss_from(sp_model *m, int l, const sp_real *const *x_in, sp_
     sp_output_fwd(m, m->rows, x, &bufs, t->logits);
     const sp_status st = loss_fwd(m, targets, loss);
     m->has_loss = 0; /* logits and loss no longer those of the pass's activations */
-    m->has_grads = 0;
     SP_TRY(st);
     return sp_model_sync(m);
 }
